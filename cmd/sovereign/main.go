@@ -1,0 +1,49 @@
+// Command sovereign is Sovereign's single binary: the API server
+// (`sovereign serve`), the model runner it starts per loaded model
+// (`sovereign runner`), and model management (`sovereign models`).
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+)
+
+const usage = `usage: sovereign <command> [flags]
+
+commands:
+  serve     run the API server
+  models    pull, import, list and remove models
+  runner    serve one model (started by the server; not for direct use)
+  version   print the version
+`
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "serve":
+		err = serveCommand(os.Args[2:])
+	case "runner":
+		err = runnerCommand(os.Args[2:], os.Stdout)
+	case "models":
+		err = modelsCommand(context.Background(), os.Args[2:], os.Stdout, os.Stderr)
+	case "version":
+		fmt.Println("sovereign", version)
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+	default:
+		fmt.Fprintf(os.Stderr, "sovereign: unknown command %q\n\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sovereign:", err)
+		os.Exit(1)
+	}
+}

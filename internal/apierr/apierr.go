@@ -1,0 +1,169 @@
+// Package apierr is Sovereign's one error type for the API and the one table
+// that maps it to an HTTP status and the OpenAI error envelope
+// {"error":{"message","type","param","code"}}. Handlers return errors; the
+// HTTP layer calls From to classify any error and Write to render it.
+package apierr
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/inference"
+)
+
+// Code is a machine-readable error code (the envelope's "code").
+type Code string
+
+// Codes, as the design brief lists them.
+const (
+	InvalidRequest        Code = "invalid_request_error"
+	InvalidJSON           Code = "invalid_json"
+	MissingAPIKey         Code = "missing_api_key"
+	InvalidAPIKey         Code = "invalid_api_key"
+	PermissionDenied      Code = "permission_denied"
+	ModelNotAllowed       Code = "model_not_allowed"
+	NotFound              Code = "not_found"
+	ModelNotFound         Code = "model_not_found"
+	UnsupportedAPIVersion Code = "unsupported_api_version"
+	MethodNotAllowed      Code = "method_not_allowed"
+	BodyTooLarge          Code = "request_too_large"
+	RateLimitExceeded     Code = "rate_limit_exceeded"
+	QuotaExceeded         Code = "quota_exceeded"
+	ModelOverloaded       Code = "model_overloaded"
+	ModelLoading          Code = "model_loading"
+	ModelFailed           Code = "model_failed"
+	ModelCrashed          Code = "model_crashed"
+	Internal              Code = "internal_error"
+)
+
+type entry struct {
+	status int
+	typ    string
+}
+
+// table maps each code to its HTTP status and OpenAI error type.
+var table = map[Code]entry{
+	InvalidRequest:        {400, "invalid_request_error"},
+	InvalidJSON:           {400, "invalid_request_error"},
+	MissingAPIKey:         {401, "authentication_error"},
+	InvalidAPIKey:         {401, "authentication_error"},
+	PermissionDenied:      {403, "permission_error"},
+	ModelNotAllowed:       {403, "permission_error"},
+	NotFound:              {404, "invalid_request_error"},
+	ModelNotFound:         {404, "invalid_request_error"},
+	UnsupportedAPIVersion: {404, "invalid_request_error"},
+	MethodNotAllowed:      {405, "invalid_request_error"},
+	BodyTooLarge:          {413, "invalid_request_error"},
+	RateLimitExceeded:     {429, "rate_limit_error"},
+	QuotaExceeded:         {429, "insufficient_quota"},
+	ModelOverloaded:       {503, "server_error"},
+	ModelLoading:          {503, "server_error"},
+	ModelFailed:           {503, "server_error"},
+	ModelCrashed:          {502, "server_error"},
+	Internal:              {500, "server_error"},
+}
+
+// Error is an API error. Message is shown to the client; Err (if any) is
+// the cause, logged but never shown.
+type Error struct {
+	Code       Code
+	Message    string
+	Param      string
+	RetryAfter time.Duration
+	Err        error
+}
+
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Status is the HTTP status for the error's code.
+func (e *Error) Status() int {
+	if t, ok := table[e.Code]; ok {
+		return t.status
+	}
+	return 500
+}
+
+// New returns an error with code and message.
+func New(code Code, msg string) *Error { return &Error{Code: code, Message: msg} }
+
+// Invalid returns a 400 naming the offending parameter.
+func Invalid(param, msg string) *Error { return &Error{Code: InvalidRequest, Param: param, Message: msg} }
+
+// From classifies any error: API errors pass through, inference errors map
+// to their codes, anything else is an internal error whose detail is hidden.
+func From(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	var inv *inference.InvalidError
+	var ov *inference.OverloadedError
+	var ld *inference.LoadingError
+	switch {
+	case errors.As(err, &inv):
+		return &Error{Code: InvalidRequest, Param: inv.Param, Message: inv.Message, Err: err}
+	case errors.As(err, &ov):
+		return &Error{Code: ModelOverloaded, Message: ov.Error(), RetryAfter: ov.RetryAfter, Err: err}
+	case errors.As(err, &ld):
+		return &Error{Code: ModelLoading, Message: ld.Error(), RetryAfter: ld.RetryAfter, Err: err}
+	case errors.Is(err, inference.ErrModelNotFound):
+		return &Error{Code: ModelNotFound, Param: "model", Message: err.Error(), Err: err}
+	case errors.Is(err, inference.ErrModelFailed):
+		return &Error{Code: ModelFailed, Message: err.Error(), RetryAfter: 30 * time.Second, Err: err}
+	case errors.Is(err, inference.ErrBackendCrashed):
+		return &Error{Code: ModelCrashed, Message: "the model runner stopped while serving this request; retry to restart it", Err: err}
+	case errors.Is(err, inference.ErrUnsupported):
+		return &Error{Code: InvalidRequest, Param: "model", Message: err.Error(), Err: err}
+	case errors.Is(err, context.DeadlineExceeded):
+		return &Error{Code: ModelOverloaded, Message: "the request timed out waiting for the model", RetryAfter: time.Second, Err: err}
+	}
+	return &Error{Code: Internal, Message: "internal server error", Err: err}
+}
+
+// Envelope is the OpenAI error body.
+type Envelope struct {
+	Error Body `json:"error"`
+}
+
+// Body is the inside of Envelope.
+type Body struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    string  `json:"code"`
+}
+
+// Envelope renders e as the OpenAI error body.
+func (e *Error) Envelope() Envelope {
+	t := table[e.Code]
+	if t.typ == "" {
+		t.typ = "server_error"
+	}
+	var param *string
+	if e.Param != "" {
+		p := e.Param
+		param = &p
+	}
+	return Envelope{Error: Body{Message: e.Message, Type: t.typ, Param: param, Code: string(e.Code)}}
+}
+
+// Write renders err (classified with From) as a JSON response, with
+// Retry-After when the error has one.
+func Write(w http.ResponseWriter, err error) *Error {
+	e := From(err)
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(e.Status())
+	json.NewEncoder(w).Encode(e.Envelope())
+	return e
+}

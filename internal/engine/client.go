@@ -1,0 +1,175 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/inference"
+	"github.com/sovereign-ai/sovereign/internal/runnerproto"
+)
+
+var _ inference.Backend = (*Manager)(nil)
+
+// Complete starts a completion on the model's runner, loading it first when
+// needed. The stream holds a queue place until it is closed.
+func (m *Manager) Complete(ctx context.Context, req inference.CompletionRequest) (inference.Stream, error) {
+	p, err := m.acquire(ctx, req.Model)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := m.post(ctx, p, "/completion", req)
+	if err != nil {
+		m.release(p)
+		return nil, err
+	}
+	rd := bufio.NewReaderSize(resp.Body, 64<<10)
+	return &stream{m: m, p: p, body: resp.Body, rd: rd}, nil
+}
+
+// Embed computes embeddings on the model's runner.
+func (m *Manager) Embed(ctx context.Context, req inference.EmbeddingRequest) (inference.EmbeddingResponse, error) {
+	var out inference.EmbeddingResponse
+	err := m.call(ctx, req.Model, "/embedding", req, &out)
+	return out, err
+}
+
+// Tokenize tokenizes with the model's vocabulary.
+func (m *Manager) Tokenize(ctx context.Context, req inference.TokenizeRequest) (inference.TokenizeResponse, error) {
+	var out inference.TokenizeResponse
+	err := m.call(ctx, req.Model, "/tokenize", req, &out)
+	return out, err
+}
+
+// Detokenize turns tokens back into text with the model's vocabulary.
+func (m *Manager) Detokenize(ctx context.Context, req inference.DetokenizeRequest) (inference.DetokenizeResponse, error) {
+	var out inference.DetokenizeResponse
+	err := m.call(ctx, req.Model, "/detokenize", req, &out)
+	return out, err
+}
+
+func (m *Manager) call(ctx context.Context, model, path string, in, out any) error {
+	p, err := m.acquire(ctx, model)
+	if err != nil {
+		return err
+	}
+	defer m.release(p)
+	resp, err := m.post(ctx, p, path, in)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return m.crashed(p, err)
+	}
+	return nil
+}
+
+// post sends a request to the runner and turns its error responses into
+// inference errors.
+func (m *Manager) post(ctx context.Context, p *proc, path string, in any) (*http.Response, error) {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+p.addr+path, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+p.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := m.client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, m.crashed(p, err)
+	}
+	if resp.StatusCode == http.StatusOK {
+		return resp, nil
+	}
+	defer resp.Body.Close()
+	var eb runnerproto.ErrorBody
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&eb); err != nil {
+		return nil, fmt.Errorf("runner for %s answered %s", p.id, resp.Status)
+	}
+	switch eb.Error.Code {
+	case runnerproto.CodeInvalid:
+		return nil, &inference.InvalidError{Param: eb.Error.Param, Message: eb.Error.Message}
+	case runnerproto.CodeOverloaded:
+		return nil, &inference.OverloadedError{Model: p.id, RetryAfter: time.Second}
+	case runnerproto.CodeLoading:
+		return nil, &inference.LoadingError{Model: p.id, RetryAfter: time.Second}
+	case runnerproto.CodeUnsupported:
+		return nil, fmt.Errorf("%w: model %s: %s", inference.ErrUnsupported, p.id, eb.Error.Message)
+	default:
+		return nil, fmt.Errorf("runner for %s: %s", p.id, eb.Error.Message)
+	}
+}
+
+// crashed explains a broken connection to a runner: when the process has
+// exited it reports the crash with its stderr lines.
+func (m *Manager) crashed(p *proc, err error) error {
+	select {
+	case <-p.exitedCh:
+	case <-time.After(200 * time.Millisecond):
+		return fmt.Errorf("%w: model %s: %v", inference.ErrBackendCrashed, p.id, err)
+	}
+	return fmt.Errorf("%w: model %s: %s", inference.ErrBackendCrashed, p.id, p.describeExit(nil))
+}
+
+// stream reads NDJSON events from a runner.
+type stream struct {
+	m    *Manager
+	p    *proc
+	body io.ReadCloser
+	rd   *bufio.Reader
+	done bool
+	once sync.Once
+}
+
+// Recv returns the next event, io.EOF after the final one, or an error when
+// the runner reports one or goes away mid-stream.
+func (s *stream) Recv() (inference.Event, error) {
+	if s.done {
+		return inference.Event{}, io.EOF
+	}
+	line, err := s.rd.ReadBytes('\n')
+	if err != nil {
+		s.done = true
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return inference.Event{}, s.m.crashed(s.p, err)
+	}
+	var ev inference.Event
+	if err := json.Unmarshal(line, &ev); err != nil {
+		s.done = true
+		return inference.Event{}, fmt.Errorf("runner for %s sent a malformed event: %w", s.p.id, err)
+	}
+	if ev.Error != "" {
+		s.done = true
+		return inference.Event{}, errors.New(ev.Error)
+	}
+	if ev.Done {
+		s.done = true
+	}
+	return ev, nil
+}
+
+// Close ends the request; an unfinished generation is cancelled on the
+// runner, which frees the slot at its next step.
+func (s *stream) Close() error {
+	s.once.Do(func() {
+		s.body.Close()
+		s.m.release(s.p)
+	})
+	return nil
+}

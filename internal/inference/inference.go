@@ -1,0 +1,178 @@
+// Package inference holds Sovereign's native request and stream model for
+// text generation, embeddings and tokenization, and the Backend interface
+// that the local engine and upstream servers implement. The OpenAI API is a
+// translation layer over these types (package openai); runners speak them
+// on the wire as JSON.
+package inference
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Message is one chat turn.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Sampling holds per-request sampling settings. Temperature <= 0 means
+// greedy decoding.
+type Sampling struct {
+	Temperature      float32           `json:"temperature"`
+	TopP             float32           `json:"top_p,omitempty"`
+	TopK             int               `json:"top_k,omitempty"`
+	MinP             float32           `json:"min_p,omitempty"`
+	Seed             *uint32           `json:"seed,omitempty"`
+	RepeatPenalty    float32           `json:"repeat_penalty,omitempty"`
+	RepeatLastN      int               `json:"repeat_last_n,omitempty"`
+	PresencePenalty  float32           `json:"presence_penalty,omitempty"`
+	FrequencyPenalty float32           `json:"frequency_penalty,omitempty"`
+	LogitBias        map[int32]float32 `json:"logit_bias,omitempty"`
+}
+
+// CompletionRequest asks a model to continue a prompt. Exactly one of
+// Prompt, Messages and Tokens is set; Messages are formatted with the
+// model's chat template.
+type CompletionRequest struct {
+	Model     string    `json:"model,omitempty"`
+	Prompt    string    `json:"prompt,omitempty"`
+	Messages  []Message `json:"messages,omitempty"`
+	Tokens    []int32   `json:"tokens,omitempty"`
+	MaxTokens int       `json:"max_tokens,omitempty"` // 0: until the end of the context
+	Stop      []string  `json:"stop,omitempty"`
+	Sampling
+	// Grammar is a GBNF grammar (root rule "root") constraining the output.
+	Grammar     string `json:"grammar,omitempty"`
+	Logprobs    bool   `json:"logprobs,omitempty"`
+	TopLogprobs int    `json:"top_logprobs,omitempty"`
+}
+
+// TokenLogprob is the log-probability of one generated token.
+type TokenLogprob struct {
+	ID      int32          `json:"id"`
+	Token   string         `json:"token"`
+	Bytes   []byte         `json:"bytes"`
+	Logprob float32        `json:"logprob"`
+	Top     []TokenLogprob `json:"top,omitempty"`
+}
+
+// Usage counts tokens.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	CachedTokens     int `json:"cached_tokens"`
+}
+
+// Finish reasons.
+const (
+	FinishStop   = "stop"
+	FinishLength = "length"
+)
+
+// Event is one element of a completion stream: text (possibly empty, when
+// only logprobs advance), then a final event with Done set. A stream that
+// fails ends with an event carrying Error.
+type Event struct {
+	Text         string         `json:"text,omitempty"`
+	Logprobs     []TokenLogprob `json:"logprobs,omitempty"`
+	Done         bool           `json:"done,omitempty"`
+	FinishReason string         `json:"finish_reason,omitempty"`
+	Usage        *Usage         `json:"usage,omitempty"`
+	Error        string         `json:"error,omitempty"`
+}
+
+// EmbeddingRequest asks for one embedding per input.
+type EmbeddingRequest struct {
+	Model string   `json:"model,omitempty"`
+	Input []string `json:"input"`
+}
+
+// EmbeddingResponse holds L2-normalised embeddings in input order.
+type EmbeddingResponse struct {
+	Embeddings   [][]float32 `json:"embeddings"`
+	PromptTokens int         `json:"prompt_tokens"`
+}
+
+// TokenizeRequest asks for the tokens of Content.
+type TokenizeRequest struct {
+	Model        string `json:"model,omitempty"`
+	Content      string `json:"content"`
+	AddSpecial   bool   `json:"add_special"`
+	ParseSpecial bool   `json:"parse_special"`
+}
+
+// TokenizeResponse holds tokens.
+type TokenizeResponse struct {
+	Tokens []int32 `json:"tokens"`
+}
+
+// DetokenizeRequest asks for the text of Tokens.
+type DetokenizeRequest struct {
+	Model  string  `json:"model,omitempty"`
+	Tokens []int32 `json:"tokens"`
+}
+
+// DetokenizeResponse holds text.
+type DetokenizeResponse struct {
+	Content string `json:"content"`
+}
+
+// Stream yields completion events. Recv returns io.EOF after the final
+// event; Close releases the request (cancelling generation if unfinished).
+type Stream interface {
+	Recv() (Event, error)
+	Close() error
+}
+
+// Backend serves one or more models.
+type Backend interface {
+	Complete(ctx context.Context, req CompletionRequest) (Stream, error)
+	Embed(ctx context.Context, req EmbeddingRequest) (EmbeddingResponse, error)
+	Tokenize(ctx context.Context, req TokenizeRequest) (TokenizeResponse, error)
+	Detokenize(ctx context.Context, req DetokenizeRequest) (DetokenizeResponse, error)
+}
+
+// Error kinds that backends return; the HTTP layer maps them to statuses.
+var (
+	ErrModelNotFound   = errors.New("model not found")
+	ErrModelFailed     = errors.New("model failed to load")
+	ErrUnsupported     = errors.New("operation not supported by this model")
+	ErrInvalidRequest  = errors.New("invalid request")
+	ErrBackendCrashed  = errors.New("model runner stopped unexpectedly")
+	ErrContextExceeded = errors.New("prompt exceeds the model's context length")
+)
+
+// OverloadedError says a model's queue is full; retry after RetryAfter.
+type OverloadedError struct {
+	Model      string
+	RetryAfter time.Duration
+}
+
+func (e *OverloadedError) Error() string {
+	return fmt.Sprintf("model %q is overloaded: too many queued requests, retry after %s", e.Model, e.RetryAfter)
+}
+
+// LoadingError says a model is still loading.
+type LoadingError struct {
+	Model      string
+	RetryAfter time.Duration
+}
+
+func (e *LoadingError) Error() string {
+	return fmt.Sprintf("model %q is loading, retry after %s", e.Model, e.RetryAfter)
+}
+
+// InvalidError is a request the model cannot serve as given; Param names
+// the offending field when one applies.
+type InvalidError struct {
+	Param   string
+	Message string
+}
+
+func (e *InvalidError) Error() string { return e.Message }
+
+// Is makes errors.Is(err, ErrInvalidRequest) true.
+func (e *InvalidError) Is(target error) bool { return target == ErrInvalidRequest }

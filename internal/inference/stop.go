@@ -1,0 +1,113 @@
+package inference
+
+import (
+	"bytes"
+	"unicode/utf8"
+)
+
+// TextGate turns a stream of token bytes into text that is safe to send:
+// it holds back an incomplete UTF-8 sequence until the next token completes
+// it, and any tail that could be the start of a stop sequence, so a stop
+// sequence split across tokens is never partly sent.
+type TextGate struct {
+	stops   [][]byte
+	pending []byte
+}
+
+// NewTextGate returns a gate for the given stop sequences (empty ones are
+// ignored).
+func NewTextGate(stops []string) *TextGate {
+	g := &TextGate{}
+	for _, s := range stops {
+		if s != "" {
+			g.stops = append(g.stops, []byte(s))
+		}
+	}
+	return g
+}
+
+// Push adds the bytes of one token. It returns the text that may be sent now
+// and whether a stop sequence was found; after a stop the text is everything
+// before the earliest stop sequence and the gate must not be used again.
+func (g *TextGate) Push(piece []byte) (string, bool) {
+	g.pending = append(g.pending, piece...)
+	cut := -1
+	for _, s := range g.stops {
+		if i := bytes.Index(g.pending, s); i >= 0 && (cut < 0 || i < cut) {
+			cut = i
+		}
+	}
+	if cut >= 0 {
+		out := validUTF8(g.pending[:cut])
+		g.pending = nil
+		return out, true
+	}
+	hold := 0
+	for _, s := range g.stops {
+		if h := overlap(g.pending, s); h > hold {
+			hold = h
+		}
+	}
+	if h := incompleteUTF8(g.pending); h > hold {
+		hold = h
+	}
+	n := len(g.pending) - hold
+	out := string(g.pending[:n])
+	g.pending = append(g.pending[:0], g.pending[n:]...)
+	return out, false
+}
+
+// Flush returns whatever is held back, at the end of generation. Invalid
+// UTF-8 is replaced with U+FFFD.
+func (g *TextGate) Flush() string {
+	out := validUTF8(g.pending)
+	g.pending = nil
+	return out
+}
+
+// overlap is the length of the longest proper prefix of stop that is a
+// suffix of b.
+func overlap(b, stop []byte) int {
+	max := len(stop) - 1
+	if max > len(b) {
+		max = len(b)
+	}
+	for n := max; n > 0; n-- {
+		if bytes.Equal(b[len(b)-n:], stop[:n]) {
+			return n
+		}
+	}
+	return 0
+}
+
+// incompleteUTF8 is the number of trailing bytes of b that begin a UTF-8
+// sequence the bytes so far do not complete.
+func incompleteUTF8(b []byte) int {
+	for i := 1; i <= 3 && i <= len(b); i++ {
+		c := b[len(b)-i]
+		if c < 0x80 {
+			return 0
+		}
+		if c >= 0xC0 { // a leading byte
+			need := 2
+			switch {
+			case c >= 0xF0:
+				need = 4
+			case c >= 0xE0:
+				need = 3
+			}
+			if need > i {
+				return i
+			}
+			return 0
+		}
+	}
+	return 0
+}
+
+func validUTF8(b []byte) string {
+	if utf8.Valid(b) {
+		return string(b)
+	}
+	return string(bytes.ToValidUTF8(b, []byte("\uFFFD")))
+}

@@ -1,0 +1,99 @@
+package inference
+
+import (
+	"strings"
+	"testing"
+)
+
+func run(g *TextGate, pieces []string) (string, bool) {
+	var sb strings.Builder
+	for _, p := range pieces {
+		out, stop := g.Push([]byte(p))
+		sb.WriteString(out)
+		if stop {
+			return sb.String(), true
+		}
+	}
+	sb.WriteString(g.Flush())
+	return sb.String(), false
+}
+
+func TestTextGateStopAcrossTokens(t *testing.T) {
+	cases := []struct {
+		name   string
+		stops  []string
+		pieces []string
+		want   string
+		stop   bool
+	}{
+		{"no stop", nil, []string{"Hel", "lo"}, "Hello", false},
+		{"single token", []string{"END"}, []string{"a", "END", "b"}, "a", true},
+		{"split over three", []string{"STOP"}, []string{"x S", "T", "OPy"}, "x ", true},
+		{"false start released", []string{"STOP"}, []string{"ST", "AR", "T"}, "START", false},
+		{"earliest of two", []string{"b", "a"}, []string{"xxab"}, "xx", true},
+		{"newline stop", []string{"\n\n"}, []string{"line\n", "\nmore"}, "line", true},
+		{"utf8 split", nil, []string{"caf", "\xc3", "\xa9!"}, "café!", false},
+		{"dangling utf8 at end", nil, []string{"a\xe2\x82"}, "a\uFFFD", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, stop := run(NewTextGate(c.stops), c.pieces)
+			if got != c.want || stop != c.stop {
+				t.Fatalf("got %q stop=%v, want %q stop=%v", got, stop, c.want, c.stop)
+			}
+		})
+	}
+}
+
+func TestTextGateHoldsPartialStop(t *testing.T) {
+	g := NewTextGate([]string{"</s>"})
+	out, _ := g.Push([]byte("abc</"))
+	if out != "abc" {
+		t.Fatalf("sent %q before knowing whether </ starts a stop", out)
+	}
+	out, _ = g.Push([]byte("x"))
+	if out != "</x" {
+		t.Fatalf("got %q, want the held text released", out)
+	}
+}
+
+func FuzzTextGate(f *testing.F) {
+	f.Add("hello world", "wor", 3)
+	f.Add("\xc3\xa9\xe2\x82\xac", "\xac", 1)
+	f.Fuzz(func(t *testing.T, text, stop string, step int) {
+		if step <= 0 || step > 16 {
+			step = 1
+		}
+		g := NewTextGate([]string{stop})
+		var sb strings.Builder
+		stopped := false
+		for i := 0; i < len(text) && !stopped; i += step {
+			end := i + step
+			if end > len(text) {
+				end = len(text)
+			}
+			out, s := g.Push([]byte(text[i:end]))
+			sb.WriteString(out)
+			stopped = s
+		}
+		if !stopped {
+			sb.WriteString(g.Flush())
+		}
+		got := sb.String()
+		want := text
+		if stop != "" {
+			if i := strings.Index(text, stop); i >= 0 {
+				want = text[:i]
+				if !stopped {
+					t.Fatalf("stop %q in %q not detected", stop, text)
+				}
+			}
+		}
+		if got != strings.ToValidUTF8(want, "\uFFFD") && !strings.Contains(want, "\uFFFD") {
+			// Invalid bytes may be replaced per byte group; compare lengths loosely.
+			if strings.ToValidUTF8(got, "") != strings.ToValidUTF8(want, "") {
+				t.Fatalf("got %q want %q", got, want)
+			}
+		}
+	})
+}

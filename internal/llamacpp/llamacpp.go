@@ -1,0 +1,672 @@
+// Package llamacpp is Sovereign's cgo binding over llama.cpp's public C API
+// (llama.h). llama.cpp and ggml are compiled from the Go module
+// github.com/ollama/ollama, blank-imported below.
+//
+// This is the only package in the project that uses cgo. Only the runner
+// (package runner, used by `sovereign runner`) may import it; a test in
+// internal/deptest enforces that the API server never links it.
+//
+// Concurrency: a Model may be used for tokenization from several goroutines.
+// A Context, its Batches and Samplers must be used from one goroutine at a
+// time.
+package llamacpp
+
+/*
+#cgo CXXFLAGS: -std=c++17
+#cgo LDFLAGS: -lstdc++ -lm
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include "llama.h"
+
+extern void sovLog(int level, char *text);
+
+static void sov_log_cb(enum ggml_log_level level, const char *text, void *ud) {
+	(void)ud;
+	sovLog((int)level, (char *)text);
+}
+
+static void sov_set_log(void) { llama_log_set(sov_log_cb, NULL); }
+
+static void sov_batch_add(struct llama_batch *b, llama_token tok, llama_pos pos, llama_seq_id seq, int logits) {
+	int i = b->n_tokens;
+	b->token[i] = tok;
+	b->pos[i] = pos;
+	b->n_seq_id[i] = 1;
+	b->seq_id[i][0] = seq;
+	b->logits[i] = (int8_t)logits;
+	b->n_tokens = i + 1;
+}
+
+// sov_sampler samples with a chain and checks the pick against an optional
+// grammar, resampling under the grammar only when the pick is rejected (the
+// same strategy as llama.cpp's common sampler: grammar checks over the whole
+// vocabulary are slow).
+typedef struct {
+	struct llama_sampler *chain;
+	struct llama_sampler *grammar;
+	llama_token_data *buf;
+	int n_vocab;
+} sov_sampler;
+
+static void sov_fill(sov_sampler *s, const float *logits, llama_token_data_array *arr) {
+	for (int i = 0; i < s->n_vocab; i++) {
+		s->buf[i].id = i;
+		s->buf[i].logit = logits[i];
+		s->buf[i].p = 0.0f;
+	}
+	arr->data = s->buf;
+	arr->size = (size_t)s->n_vocab;
+	arr->selected = -1;
+	arr->sorted = false;
+}
+
+static llama_token sov_sample(sov_sampler *s, struct llama_context *ctx, int idx) {
+	const float *logits = llama_get_logits_ith(ctx, idx);
+	if (logits == NULL) return -1;
+	llama_token_data_array arr;
+	sov_fill(s, logits, &arr);
+	llama_sampler_apply(s->chain, &arr);
+	if (arr.selected < 0) return -1;
+	llama_token tok = arr.data[arr.selected].id;
+	if (s->grammar != NULL) {
+		llama_token_data one = { tok, 1.0f, 0.0f };
+		llama_token_data_array single = { &one, 1, -1, false };
+		llama_sampler_apply(s->grammar, &single);
+		if (isinf(single.data[0].logit)) {
+			sov_fill(s, logits, &arr);
+			llama_sampler_apply(s->grammar, &arr);
+			llama_sampler_apply(s->chain, &arr);
+			if (arr.selected < 0) return -1;
+			tok = arr.data[arr.selected].id;
+			if (isinf(arr.data[arr.selected].logit)) return -2;
+		}
+		llama_sampler_accept(s->grammar, tok);
+	}
+	llama_sampler_accept(s->chain, tok);
+	return tok;
+}
+
+// sov_logprobs returns the log-probability of tok under the raw logits at idx
+// and writes the n most likely tokens (descending) into ids/lps.
+static float sov_logprobs(struct llama_context *ctx, int idx, int n_vocab, llama_token tok, int n, llama_token *ids, float *lps) {
+	const float *l = llama_get_logits_ith(ctx, idx);
+	if (l == NULL) return NAN;
+	float mx = -INFINITY;
+	for (int i = 0; i < n_vocab; i++) if (l[i] > mx) mx = l[i];
+	double sum = 0.0;
+	for (int i = 0; i < n_vocab; i++) sum += exp((double)(l[i] - mx));
+	float lse = mx + (float)log(sum);
+	for (int k = 0; k < n; k++) { ids[k] = -1; lps[k] = -INFINITY; }
+	for (int i = 0; i < n_vocab && n > 0; i++) {
+		float v = l[i];
+		if (v <= lps[n-1]) continue;
+		int k = n - 1;
+		while (k > 0 && lps[k-1] < v) { lps[k] = lps[k-1]; ids[k] = ids[k-1]; k--; }
+		lps[k] = v; ids[k] = i;
+	}
+	for (int k = 0; k < n; k++) if (ids[k] >= 0) lps[k] -= lse;
+	return l[tok] - lse;
+}
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"unsafe"
+
+	_ "github.com/ollama/ollama/llama/llama.cpp/src"
+)
+
+var (
+	initOnce sync.Once
+	// LogLevel is the lowest ggml log level written to stderr (2=info,
+	// 3=warn, 4=error). Set it before the first call into the package.
+	LogLevel = 3
+)
+
+//export sovLog
+func sovLog(level C.int, text *C.char) {
+	// GGML_LOG_LEVEL_CONT (5) continues the previous line; keep it when the
+	// level is high enough that we printed that line, which we can't know
+	// cheaply, so print continuations only at info verbosity.
+	l := int(level)
+	if l == 5 {
+		if LogLevel > 2 {
+			return
+		}
+	} else if l < LogLevel {
+		return
+	}
+	os.Stderr.WriteString(C.GoString(text))
+}
+
+// Init initialises the llama.cpp backend once per process and routes
+// llama.cpp's log to stderr, filtered by LogLevel.
+func Init() {
+	initOnce.Do(func() {
+		C.sov_set_log()
+		C.llama_backend_init()
+	})
+}
+
+// Token is a vocabulary id.
+type Token = int32
+
+// Model is a loaded GGUF model.
+type Model struct {
+	m     *C.struct_llama_model
+	vocab *C.struct_llama_vocab
+	path  string
+}
+
+// ModelParams configures LoadModel.
+type ModelParams struct {
+	// VocabOnly loads only the tokenizer.
+	VocabOnly bool
+	// UseMmap maps the file instead of reading it.
+	UseMmap bool
+}
+
+// LoadModel loads the GGUF file at path. It returns an error naming the file
+// when llama.cpp cannot load it.
+func LoadModel(path string, p ModelParams) (*Model, error) {
+	Init()
+	mp := C.llama_model_default_params()
+	mp.n_gpu_layers = 0
+	mp.vocab_only = C.bool(p.VocabOnly)
+	mp.use_mmap = C.bool(p.UseMmap)
+	cpath := C.CString(path)
+	defer C.free(unsafe.Pointer(cpath))
+	m := C.llama_model_load_from_file(cpath, mp)
+	if m == nil {
+		return nil, fmt.Errorf("llama.cpp could not load model file %s (see the log lines above for the reason)", path)
+	}
+	return &Model{m: m, vocab: C.llama_model_get_vocab(m), path: path}, nil
+}
+
+// Free releases the model. The Model must not be used afterwards.
+func (m *Model) Free() {
+	if m.m != nil {
+		C.llama_model_free(m.m)
+		m.m = nil
+	}
+}
+
+// Path is the file the model was loaded from.
+func (m *Model) Path() string { return m.path }
+
+// NVocab is the vocabulary size.
+func (m *Model) NVocab() int { return int(C.llama_vocab_n_tokens(m.vocab)) }
+
+// NEmbd is the embedding width.
+func (m *Model) NEmbd() int { return int(C.llama_model_n_embd(m.m)) }
+
+// NCtxTrain is the context length the model was trained with.
+func (m *Model) NCtxTrain() int { return int(C.llama_model_n_ctx_train(m.m)) }
+
+// HasEncoder reports whether the model has an encoder (BERT-like or T5).
+func (m *Model) HasEncoder() bool { return bool(C.llama_model_has_encoder(m.m)) }
+
+// HasDecoder reports whether the model has a decoder (causal LMs).
+func (m *Model) HasDecoder() bool { return bool(C.llama_model_has_decoder(m.m)) }
+
+// Meta returns a metadata value as a string.
+func (m *Model) Meta(key string) (string, bool) {
+	ck := C.CString(key)
+	defer C.free(unsafe.Pointer(ck))
+	buf := make([]byte, 512)
+	for {
+		n := C.llama_model_meta_val_str(m.m, ck, (*C.char)(unsafe.Pointer(&buf[0])), C.size_t(len(buf)))
+		if n < 0 {
+			return "", false
+		}
+		if int(n) < len(buf) {
+			return string(buf[:n]), true
+		}
+		buf = make([]byte, int(n)+1)
+	}
+}
+
+// ChatTemplate is the model's default chat template, or "" when it has none.
+func (m *Model) ChatTemplate() string {
+	t := C.llama_model_chat_template(m.m, nil)
+	if t == nil {
+		return ""
+	}
+	return C.GoString(t)
+}
+
+// IsEOG reports whether tok ends generation (EOS, EOT and similar).
+func (m *Model) IsEOG(tok Token) bool { return bool(C.llama_vocab_is_eog(m.vocab, C.llama_token(tok))) }
+
+// BOS returns the beginning-of-sequence token, or -1.
+func (m *Model) BOS() Token { return Token(C.llama_vocab_bos(m.vocab)) }
+
+// AddBOS reports whether tokenization adds BOS by default.
+func (m *Model) AddBOS() bool { return bool(C.llama_vocab_get_add_bos(m.vocab)) }
+
+// Tokenize converts text to tokens. addSpecial adds BOS/EOS as the model
+// wants; parseSpecial turns special-token text such as <|im_start|> into
+// the special token.
+func (m *Model) Tokenize(text string, addSpecial, parseSpecial bool) ([]Token, error) {
+	ctext := C.CString(text)
+	defer C.free(unsafe.Pointer(ctext))
+	n := len(text) + 8
+	for {
+		out := make([]Token, n)
+		got := C.llama_tokenize(m.vocab, ctext, C.int32_t(len(text)), (*C.llama_token)(unsafe.Pointer(&out[0])), C.int32_t(n), C.bool(addSpecial), C.bool(parseSpecial))
+		if got == math.MinInt32 {
+			return nil, errors.New("tokenize: input too long")
+		}
+		if got >= 0 {
+			return out[:got], nil
+		}
+		n = int(-got)
+	}
+}
+
+// Piece returns the bytes of one token. The bytes may be part of a UTF-8
+// sequence that the next tokens complete. special renders control tokens.
+func (m *Model) Piece(tok Token, special bool) []byte {
+	buf := make([]byte, 64)
+	for {
+		n := C.llama_token_to_piece(m.vocab, C.llama_token(tok), (*C.char)(unsafe.Pointer(&buf[0])), C.int32_t(len(buf)), 0, C.bool(special))
+		if n >= 0 {
+			return buf[:n]
+		}
+		buf = make([]byte, int(-n))
+	}
+}
+
+// Detokenize converts tokens back to text.
+func (m *Model) Detokenize(tokens []Token, removeSpecial, unparseSpecial bool) (string, error) {
+	if len(tokens) == 0 {
+		return "", nil
+	}
+	for _, t := range tokens {
+		if t < 0 || int(t) >= m.NVocab() {
+			return "", fmt.Errorf("detokenize: token %d is outside the vocabulary (0..%d)", t, m.NVocab()-1)
+		}
+	}
+	n := len(tokens)*8 + 16
+	for {
+		buf := make([]byte, n)
+		got := C.llama_detokenize(m.vocab, (*C.llama_token)(unsafe.Pointer(&tokens[0])), C.int32_t(len(tokens)),
+			(*C.char)(unsafe.Pointer(&buf[0])), C.int32_t(n), C.bool(removeSpecial), C.bool(unparseSpecial))
+		if got >= 0 {
+			return string(buf[:got]), nil
+		}
+		n = int(-got)
+	}
+}
+
+// ChatMessage is one message for ApplyChatTemplate.
+type ChatMessage struct {
+	Role    string
+	Content string
+}
+
+// ErrUnsupportedTemplate is returned by ApplyChatTemplate when llama.cpp does
+// not recognise the template.
+var ErrUnsupportedTemplate = errors.New("chat template not supported by llama.cpp's built-in templates")
+
+// ApplyChatTemplate formats messages with tmpl, which is either a template
+// name llama.cpp knows ("chatml", "gemma", "llama3", …) or a Jinja template
+// string that llama.cpp recognises by its markers. addAssistant appends the
+// prefix that starts the assistant's turn.
+func ApplyChatTemplate(tmpl string, msgs []ChatMessage, addAssistant bool) (string, error) {
+	ctmpl := C.CString(tmpl)
+	defer C.free(unsafe.Pointer(ctmpl))
+	cm := (*[1 << 20]C.struct_llama_chat_message)(C.malloc(C.size_t(len(msgs)+1) * C.size_t(unsafe.Sizeof(C.struct_llama_chat_message{}))))[: len(msgs)+1 : len(msgs)+1]
+	defer C.free(unsafe.Pointer(&cm[0]))
+	total := 0
+	var frees []unsafe.Pointer
+	defer func() {
+		for _, p := range frees {
+			C.free(p)
+		}
+	}()
+	for i, msg := range msgs {
+		r, c := C.CString(msg.Role), C.CString(msg.Content)
+		frees = append(frees, unsafe.Pointer(r), unsafe.Pointer(c))
+		cm[i].role, cm[i].content = r, c
+		total += len(msg.Role) + len(msg.Content)
+	}
+	n := 2*total + 256
+	for {
+		buf := (*C.char)(C.malloc(C.size_t(n)))
+		got := C.llama_chat_apply_template(ctmpl, &cm[0], C.size_t(len(msgs)), C.bool(addAssistant), buf, C.int32_t(n))
+		if got < 0 {
+			C.free(unsafe.Pointer(buf))
+			return "", ErrUnsupportedTemplate
+		}
+		if int(got) <= n {
+			s := C.GoStringN(buf, got)
+			C.free(unsafe.Pointer(buf))
+			return s, nil
+		}
+		C.free(unsafe.Pointer(buf))
+		n = int(got)
+	}
+}
+
+// Pooling types, as llama.cpp's enum llama_pooling_type.
+const (
+	PoolingUnspecified = -1
+	PoolingNone        = 0
+	PoolingMean        = 1
+	PoolingCLS         = 2
+	PoolingLast        = 3
+	PoolingRank        = 4
+)
+
+// ContextParams configures NewContext.
+type ContextParams struct {
+	NCtx         int // total KV cells across sequences (with KVUnified=false: NCtx/NSeqMax per sequence)
+	NBatch       int // most tokens per Decode call
+	NUBatch      int // physical batch size
+	NSeqMax      int // number of parallel sequences
+	Threads      int
+	ThreadsBatch int
+	Embeddings   bool
+	Pooling      int // one of the Pooling constants
+	KVUnified    bool
+	SWAFull      bool
+}
+
+// Context is an inference context over a Model.
+type Context struct {
+	c      *C.struct_llama_context
+	model  *Model
+	nVocab int
+	mem    C.llama_memory_t
+}
+
+// NewContext creates a context. It fails when llama.cpp cannot allocate it.
+func NewContext(m *Model, p ContextParams) (*Context, error) {
+	cp := C.llama_context_default_params()
+	cp.n_ctx = C.uint32_t(p.NCtx)
+	if p.NBatch > 0 {
+		cp.n_batch = C.uint32_t(p.NBatch)
+	}
+	if p.NUBatch > 0 {
+		cp.n_ubatch = C.uint32_t(p.NUBatch)
+	}
+	if p.NSeqMax > 0 {
+		cp.n_seq_max = C.uint32_t(p.NSeqMax)
+	}
+	if p.Threads <= 0 {
+		p.Threads = runtime.NumCPU()
+	}
+	if p.ThreadsBatch <= 0 {
+		p.ThreadsBatch = p.Threads
+	}
+	cp.n_threads = C.int32_t(p.Threads)
+	cp.n_threads_batch = C.int32_t(p.ThreadsBatch)
+	cp.embeddings = C.bool(p.Embeddings)
+	cp.pooling_type = C.enum_llama_pooling_type(p.Pooling)
+	cp.kv_unified = C.bool(p.KVUnified)
+	cp.swa_full = C.bool(p.SWAFull)
+	cp.no_perf = C.bool(true)
+	c := C.llama_init_from_model(m.m, cp)
+	if c == nil {
+		return nil, fmt.Errorf("llama.cpp could not create a context for %s (n_ctx=%d, n_seq_max=%d)", m.path, p.NCtx, p.NSeqMax)
+	}
+	return &Context{c: c, model: m, nVocab: m.NVocab(), mem: C.llama_get_memory(c)}, nil
+}
+
+// Free releases the context.
+func (c *Context) Free() {
+	if c.c != nil {
+		C.llama_free(c.c)
+		c.c = nil
+	}
+}
+
+// NCtx is the total number of KV cells.
+func (c *Context) NCtx() int { return int(C.llama_n_ctx(c.c)) }
+
+// NCtxSeq is the number of KV cells available to one sequence.
+func (c *Context) NCtxSeq() int { return int(C.llama_n_ctx_seq(c.c)) }
+
+// PoolingType is the pooling the context applies to embeddings.
+func (c *Context) PoolingType() int { return int(C.llama_pooling_type(c.c)) }
+
+// ErrNoKVSlot is returned by Decode when the KV cache has no room for the batch.
+var ErrNoKVSlot = errors.New("llama_decode: no KV cache slot for the batch (context full)")
+
+// Decode runs the model on a batch. Encoder-only models are run with
+// llama_encode.
+func (c *Context) Decode(b *Batch) error {
+	if b.b.n_tokens == 0 {
+		return nil
+	}
+	var rc C.int32_t
+	if c.model.HasEncoder() && !c.model.HasDecoder() {
+		rc = C.llama_encode(c.c, b.b)
+	} else {
+		rc = C.llama_decode(c.c, b.b)
+	}
+	switch {
+	case rc == 0:
+		return nil
+	case rc == 1:
+		return ErrNoKVSlot
+	default:
+		return fmt.Errorf("llama_decode failed with code %d", int(rc))
+	}
+}
+
+// SeqRemove removes positions [p0, p1) of seq from the KV cache (p1 < 0:
+// to the end). It returns false when the cache cannot remove a partial
+// sequence.
+func (c *Context) SeqRemove(seq, p0, p1 int) bool {
+	return bool(C.llama_memory_seq_rm(c.mem, C.llama_seq_id(seq), C.llama_pos(p0), C.llama_pos(p1)))
+}
+
+// SeqPosMax is the largest position of seq in the cache, or -1 when empty.
+func (c *Context) SeqPosMax(seq int) int {
+	return int(C.llama_memory_seq_pos_max(c.mem, C.llama_seq_id(seq)))
+}
+
+// ClearMemory empties the KV cache.
+func (c *Context) ClearMemory() { C.llama_memory_clear(c.mem, C.bool(true)) }
+
+// Embedding returns a copy of the pooled embedding of seq, or of token i of
+// the last batch when the context does not pool (seq is then ignored).
+func (c *Context) Embedding(seq, i int) []float32 {
+	n := c.model.NEmbd()
+	var p *C.float
+	if c.PoolingType() == PoolingNone {
+		p = C.llama_get_embeddings_ith(c.c, C.int32_t(i))
+	} else {
+		p = C.llama_get_embeddings_seq(c.c, C.llama_seq_id(seq))
+	}
+	if p == nil {
+		return nil
+	}
+	src := unsafe.Slice((*float32)(unsafe.Pointer(p)), n)
+	if c.PoolingType() == PoolingRank {
+		src = src[:1]
+	}
+	return append([]float32(nil), src...)
+}
+
+// Logprob is a token and its log-probability.
+type Logprob struct {
+	Token   Token
+	Logprob float32
+}
+
+// Logprobs returns the log-probability of tok under the raw logits of
+// batch position idx, and the top n alternatives (n may be 0).
+func (c *Context) Logprobs(idx int, tok Token, n int) (float32, []Logprob) {
+	ids := make([]C.llama_token, n+1)
+	lps := make([]C.float, n+1)
+	lp := C.sov_logprobs(c.c, C.int(idx), C.int(c.nVocab), C.llama_token(tok), C.int(n), &ids[0], &lps[0])
+	top := make([]Logprob, 0, n)
+	for k := 0; k < n; k++ {
+		if ids[k] >= 0 {
+			top = append(top, Logprob{Token: Token(ids[k]), Logprob: float32(lps[k])})
+		}
+	}
+	return float32(lp), top
+}
+
+// Batch is a llama_batch of single-sequence tokens.
+type Batch struct {
+	b   C.struct_llama_batch
+	cap int
+}
+
+// NewBatch allocates a batch for up to n tokens.
+func NewBatch(n int) *Batch {
+	return &Batch{b: C.llama_batch_init(C.int32_t(n), 0, 1), cap: n}
+}
+
+// Free releases the batch.
+func (b *Batch) Free() { C.llama_batch_free(b.b) }
+
+// Clear empties the batch.
+func (b *Batch) Clear() { b.b.n_tokens = 0 }
+
+// Len is the number of tokens in the batch.
+func (b *Batch) Len() int { return int(b.b.n_tokens) }
+
+// Cap is the batch capacity.
+func (b *Batch) Cap() int { return b.cap }
+
+// Add appends tok at pos for seq, asking for its logits when logits is set,
+// and returns its index in the batch. It panics when the batch is full.
+func (b *Batch) Add(tok Token, pos, seq int, logits bool) int {
+	if int(b.b.n_tokens) >= b.cap {
+		panic("llamacpp: batch full")
+	}
+	l := 0
+	if logits {
+		l = 1
+	}
+	i := int(b.b.n_tokens)
+	C.sov_batch_add(&b.b, C.llama_token(tok), C.llama_pos(pos), C.llama_seq_id(seq), C.int(l))
+	return i
+}
+
+// SamplerParams configures a Sampler. Temperature <= 0 samples greedily.
+type SamplerParams struct {
+	Temperature      float32
+	TopK             int
+	TopP             float32
+	MinP             float32
+	Seed             uint32
+	RepeatLastN      int
+	RepeatPenalty    float32
+	FrequencyPenalty float32
+	PresencePenalty  float32
+	LogitBias        map[Token]float32
+	// Grammar is a GBNF grammar with root rule "root"; empty for none.
+	Grammar string
+}
+
+// Sampler picks tokens from a context's logits.
+type Sampler struct {
+	s     *C.sov_sampler
+	model *Model
+}
+
+// ErrGrammar is returned by NewSampler for a grammar llama.cpp cannot parse.
+var ErrGrammar = errors.New("invalid grammar")
+
+// NewSampler builds a sampler chain for the model.
+func NewSampler(m *Model, p SamplerParams) (*Sampler, error) {
+	sp := C.llama_sampler_chain_default_params()
+	sp.no_perf = C.bool(true)
+	chain := C.llama_sampler_chain_init(sp)
+	add := func(s *C.struct_llama_sampler) { C.llama_sampler_chain_add(chain, s) }
+	if len(p.LogitBias) > 0 {
+		lb := make([]C.llama_logit_bias, 0, len(p.LogitBias))
+		for t, b := range p.LogitBias {
+			lb = append(lb, C.llama_logit_bias{token: C.llama_token(t), bias: C.float(b)})
+		}
+		add(C.llama_sampler_init_logit_bias(C.int32_t(m.NVocab()), C.int32_t(len(lb)), &lb[0]))
+	}
+	if p.RepeatPenalty != 0 && p.RepeatPenalty != 1 || p.FrequencyPenalty != 0 || p.PresencePenalty != 0 {
+		last := p.RepeatLastN
+		if last == 0 {
+			last = 64
+		}
+		rp := p.RepeatPenalty
+		if rp == 0 {
+			rp = 1
+		}
+		add(C.llama_sampler_init_penalties(C.int32_t(last), C.float(rp), C.float(p.FrequencyPenalty), C.float(p.PresencePenalty)))
+	}
+	if p.Temperature <= 0 {
+		add(C.llama_sampler_init_greedy())
+	} else {
+		if p.TopK > 0 {
+			add(C.llama_sampler_init_top_k(C.int32_t(p.TopK)))
+		}
+		if p.TopP > 0 && p.TopP < 1 {
+			add(C.llama_sampler_init_top_p(C.float(p.TopP), 1))
+		}
+		if p.MinP > 0 {
+			add(C.llama_sampler_init_min_p(C.float(p.MinP), 1))
+		}
+		add(C.llama_sampler_init_temp(C.float(p.Temperature)))
+		add(C.llama_sampler_init_dist(C.uint32_t(p.Seed)))
+	}
+	s := (*C.sov_sampler)(C.calloc(1, C.size_t(unsafe.Sizeof(C.sov_sampler{}))))
+	s.chain = chain
+	s.n_vocab = C.int(m.NVocab())
+	s.buf = (*C.llama_token_data)(C.malloc(C.size_t(m.NVocab()) * C.size_t(unsafe.Sizeof(C.llama_token_data{}))))
+	if strings.TrimSpace(p.Grammar) != "" {
+		g := C.CString(p.Grammar)
+		root := C.CString("root")
+		s.grammar = C.llama_sampler_init_grammar(m.vocab, g, root)
+		C.free(unsafe.Pointer(g))
+		C.free(unsafe.Pointer(root))
+		if s.grammar == nil {
+			out := &Sampler{s: s, model: m}
+			out.Free()
+			return nil, ErrGrammar
+		}
+	}
+	return &Sampler{s: s, model: m}, nil
+}
+
+// ErrGrammarDeadEnd is returned by Sample when the grammar admits no token.
+var ErrGrammarDeadEnd = errors.New("grammar admits no further token")
+
+// Sample picks the next token from batch position idx and records it in the
+// sampler's state (penalties, grammar).
+func (s *Sampler) Sample(c *Context, idx int) (Token, error) {
+	t := C.sov_sample(s.s, c.c, C.int(idx))
+	switch {
+	case t == -2:
+		return 0, ErrGrammarDeadEnd
+	case t < 0:
+		return 0, fmt.Errorf("sampling failed at batch index %d", idx)
+	}
+	return Token(t), nil
+}
+
+// Free releases the sampler.
+func (s *Sampler) Free() {
+	if s.s == nil {
+		return
+	}
+	C.llama_sampler_free(s.s.chain)
+	if s.s.grammar != nil {
+		C.llama_sampler_free(s.s.grammar)
+	}
+	C.free(unsafe.Pointer(s.s.buf))
+	C.free(unsafe.Pointer(s.s))
+	s.s = nil
+}

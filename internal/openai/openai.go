@@ -1,0 +1,502 @@
+// Package openai is the edge translation layer between OpenAI's HTTP API
+// shapes and Sovereign's native inference model: it decodes and validates
+// OpenAI requests into inference requests, and renders native results and
+// events as OpenAI responses and SSE chunks. No inference logic lives here.
+package openai
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
+	"github.com/sovereign-ai/sovereign/internal/grammar"
+	"github.com/sovereign-ai/sovereign/internal/inference"
+)
+
+// Decode reads one JSON object from r into v, strictly: malformed JSON, a
+// wrong type or trailing data is an invalid_request error naming the field.
+func Decode(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(v); err != nil {
+		return decodeError(err)
+	}
+	if dec.More() {
+		return apierr.New(apierr.InvalidJSON, "the request body has data after the JSON object")
+	}
+	return nil
+}
+
+func decodeError(err error) error {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	var maxErr *http.MaxBytesError
+	switch {
+	case errors.As(err, &te):
+		field := te.Field
+		if field == "" {
+			return apierr.New(apierr.InvalidJSON, "the request body must be a JSON object")
+		}
+		return apierr.Invalid(field, fmt.Sprintf("invalid type for '%s': expected %s, got JSON %s", field, typeName(te.Type.String()), te.Value))
+	case errors.As(err, &se):
+		return apierr.New(apierr.InvalidJSON, fmt.Sprintf("the request body is not valid JSON (at byte %d): %s", se.Offset, se.Error()))
+	case errors.Is(err, io.EOF):
+		return apierr.New(apierr.InvalidJSON, "the request body is empty; send a JSON object")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return apierr.New(apierr.InvalidJSON, "the request body is truncated JSON")
+	case errors.As(err, &maxErr):
+		return apierr.New(apierr.BodyTooLarge, fmt.Sprintf("the request body exceeds the limit of %d bytes", maxErr.Limit))
+	}
+	var fe *fieldError
+	if errors.As(err, &fe) {
+		return apierr.Invalid(fe.field, fe.msg)
+	}
+	if strings.Contains(err.Error(), "http: request body too large") {
+		return apierr.New(apierr.BodyTooLarge, "the request body is too large")
+	}
+	return apierr.New(apierr.InvalidJSON, "the request body could not be decoded: "+err.Error())
+}
+
+func typeName(goType string) string {
+	switch {
+	case strings.Contains(goType, "string"):
+		return "a string"
+	case strings.Contains(goType, "int"), strings.Contains(goType, "float"):
+		return "a number"
+	case strings.Contains(goType, "bool"):
+		return "a boolean"
+	case strings.HasPrefix(goType, "[]"):
+		return "an array"
+	case strings.Contains(goType, "map"), strings.Contains(goType, "struct"), strings.Contains(goType, "openai."):
+		return "an object or string"
+	}
+	return goType
+}
+
+type fieldError struct{ field, msg string }
+
+func (e *fieldError) Error() string { return e.msg }
+
+// StringOrArray is a JSON string or array of strings ("stop", "input").
+type StringOrArray []string
+
+// UnmarshalJSON accepts "x", ["x","y"] or null.
+func (s *StringOrArray) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if bytes.Equal(b, []byte("null")) {
+		*s = nil
+		return nil
+	}
+	if len(b) > 0 && b[0] == '"' {
+		var one string
+		if err := json.Unmarshal(b, &one); err != nil {
+			return err
+		}
+		*s = []string{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return &fieldError{msg: "expected a string or an array of strings"}
+	}
+	*s = many
+	return nil
+}
+
+// Content is message content: a string, or an array of parts of which the
+// text parts are used.
+type Content string
+
+// UnmarshalJSON accepts a string or [{"type":"text","text":"…"}].
+func (c *Content) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if bytes.Equal(b, []byte("null")) {
+		*c = ""
+		return nil
+	}
+	if len(b) > 0 && b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*c = Content(s)
+		return nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(b, &parts); err != nil {
+		return &fieldError{field: "messages.content", msg: "message content must be a string or an array of content parts"}
+	}
+	var sb strings.Builder
+	for _, p := range parts {
+		if p.Type != "text" {
+			return &fieldError{field: "messages.content", msg: fmt.Sprintf("content part type %q is not supported by this model; only \"text\" is", p.Type)}
+		}
+		sb.WriteString(p.Text)
+	}
+	*c = Content(sb.String())
+	return nil
+}
+
+// Message is an OpenAI chat message.
+type Message struct {
+	Role    string   `json:"role"`
+	Content *Content `json:"content"`
+	Name    string   `json:"name,omitempty"`
+}
+
+// StreamOptions is OpenAI's stream_options.
+type StreamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// ResponseFormat is OpenAI's response_format.
+type ResponseFormat struct {
+	Type       string `json:"type"`
+	JSONSchema *struct {
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+		Strict bool            `json:"strict"`
+	} `json:"json_schema,omitempty"`
+}
+
+// Sampling holds the sampling fields chat and text completions share,
+// including llama.cpp-style extensions (top_k, min_p, repeat_penalty).
+type Sampling struct {
+	Temperature      *float32           `json:"temperature"`
+	TopP             *float32           `json:"top_p"`
+	TopK             *int               `json:"top_k"`
+	MinP             *float32           `json:"min_p"`
+	RepeatPenalty    *float32           `json:"repeat_penalty"`
+	PresencePenalty  *float32           `json:"presence_penalty"`
+	FrequencyPenalty *float32           `json:"frequency_penalty"`
+	Seed             *int64             `json:"seed"`
+	LogitBias        map[string]float32 `json:"logit_bias"`
+	Stop             StringOrArray      `json:"stop"`
+	MaxTokens        *int               `json:"max_tokens"`
+	N                *int               `json:"n"`
+	Stream           bool               `json:"stream"`
+	StreamOptions    *StreamOptions     `json:"stream_options"`
+	User             string             `json:"user"`
+}
+
+// ChatRequest is the body of POST /v1/chat/completions.
+type ChatRequest struct {
+	Model               string          `json:"model"`
+	Messages            []Message       `json:"messages"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	ResponseFormat      *ResponseFormat `json:"response_format"`
+	Logprobs            bool            `json:"logprobs"`
+	TopLogprobs         *int            `json:"top_logprobs"`
+	Sampling
+}
+
+// CompletionRequest is the body of POST /v1/completions (OpenAI's prompt form).
+type CompletionRequest struct {
+	Model    string          `json:"model"`
+	Prompt   json.RawMessage `json:"prompt"`
+	Logprobs *int            `json:"logprobs"`
+	Echo     bool            `json:"echo"`
+	Sampling
+}
+
+var roles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true}
+
+// Native validates r and converts it to a native request.
+func (r *ChatRequest) Native() (inference.CompletionRequest, error) {
+	if r.Model == "" {
+		return inference.CompletionRequest{}, apierr.Invalid("model", "'model' is required")
+	}
+	if len(r.Messages) == 0 {
+		return inference.CompletionRequest{}, apierr.Invalid("messages", "'messages' must be a non-empty array")
+	}
+	out := inference.CompletionRequest{Model: r.Model}
+	for i, m := range r.Messages {
+		if !roles[m.Role] {
+			return out, apierr.Invalid(fmt.Sprintf("messages[%d].role", i), fmt.Sprintf("invalid role %q: expected one of system, developer, user, assistant, tool", m.Role))
+		}
+		if m.Content == nil && m.Role != "assistant" {
+			return out, apierr.Invalid(fmt.Sprintf("messages[%d].content", i), "'content' is required")
+		}
+		role := m.Role
+		if role == "developer" {
+			role = "system"
+		}
+		var c string
+		if m.Content != nil {
+			c = string(*m.Content)
+		}
+		out.Messages = append(out.Messages, inference.Message{Role: role, Content: c})
+	}
+	max := r.MaxTokens
+	if r.MaxCompletionTokens != nil {
+		max = r.MaxCompletionTokens
+	}
+	if err := r.Sampling.apply(&out, max); err != nil {
+		return out, err
+	}
+	if r.Logprobs {
+		out.Logprobs = true
+		if r.TopLogprobs != nil {
+			if *r.TopLogprobs < 0 || *r.TopLogprobs > 20 {
+				return out, apierr.Invalid("top_logprobs", "'top_logprobs' must be between 0 and 20")
+			}
+			out.TopLogprobs = *r.TopLogprobs
+		}
+	} else if r.TopLogprobs != nil && *r.TopLogprobs > 0 {
+		return out, apierr.Invalid("top_logprobs", "'top_logprobs' requires 'logprobs' to be true")
+	}
+	if rf := r.ResponseFormat; rf != nil {
+		switch rf.Type {
+		case "", "text":
+		case "json_object":
+			out.Grammar = grammar.JSONObject
+		case "json_schema":
+			if rf.JSONSchema == nil || len(rf.JSONSchema.Schema) == 0 {
+				return out, apierr.Invalid("response_format", "'response_format.json_schema.schema' is required for type json_schema")
+			}
+			g, err := grammar.FromJSONSchema(rf.JSONSchema.Schema)
+			if err != nil {
+				return out, apierr.Invalid("response_format", err.Error())
+			}
+			out.Grammar = g
+		default:
+			return out, apierr.Invalid("response_format", fmt.Sprintf("unsupported response_format type %q: expected text, json_object or json_schema", rf.Type))
+		}
+	}
+	return out, nil
+}
+
+// Native validates r and converts it to a native request. Prompt may be a
+// string, an array with one string, or an array of token ids.
+func (r *CompletionRequest) Native() (inference.CompletionRequest, error) {
+	if r.Model == "" {
+		return inference.CompletionRequest{}, apierr.Invalid("model", "'model' is required")
+	}
+	out := inference.CompletionRequest{Model: r.Model}
+	p := bytes.TrimSpace(r.Prompt)
+	switch {
+	case len(p) == 0 || bytes.Equal(p, []byte("null")):
+		return out, apierr.Invalid("prompt", "'prompt' is required")
+	case p[0] == '"':
+		if err := json.Unmarshal(p, &out.Prompt); err != nil {
+			return out, apierr.Invalid("prompt", "'prompt' is not a valid string")
+		}
+	default:
+		var strs []string
+		var toks []int32
+		if json.Unmarshal(p, &strs) == nil && len(strs) == 1 {
+			out.Prompt = strs[0]
+		} else if json.Unmarshal(p, &toks) == nil && len(toks) > 0 {
+			out.Tokens = toks
+		} else {
+			return out, apierr.Invalid("prompt", "'prompt' must be a string, an array of one string, or an array of token ids")
+		}
+	}
+	if err := r.Sampling.apply(&out, r.MaxTokens); err != nil {
+		return out, err
+	}
+	if r.Logprobs != nil {
+		if *r.Logprobs < 0 || *r.Logprobs > 5 {
+			return out, apierr.Invalid("logprobs", "'logprobs' must be between 0 and 5")
+		}
+		out.Logprobs = true
+		out.TopLogprobs = *r.Logprobs
+	}
+	return out, nil
+}
+
+func (s *Sampling) apply(out *inference.CompletionRequest, max *int) error {
+	if s.N != nil && *s.N != 1 {
+		if *s.N < 1 || *s.N > 128 {
+			return apierr.Invalid("n", "'n' must be between 1 and 128")
+		}
+		return apierr.Invalid("n", "only n=1 is supported by this server version")
+	}
+	if s.StreamOptions != nil && !s.Stream {
+		return apierr.Invalid("stream_options", "'stream_options' is only allowed when 'stream' is true")
+	}
+	out.Temperature = 1 // OpenAI's default
+	if t := s.Temperature; t != nil {
+		if *t < 0 || *t > 2 || math.IsNaN(float64(*t)) {
+			return apierr.Invalid("temperature", "'temperature' must be between 0 and 2")
+		}
+		out.Temperature = *t
+	}
+	if p := s.TopP; p != nil {
+		if *p <= 0 || *p > 1 {
+			return apierr.Invalid("top_p", "'top_p' must be greater than 0 and at most 1")
+		}
+		out.TopP = *p
+	}
+	if k := s.TopK; k != nil {
+		if *k < 0 {
+			return apierr.Invalid("top_k", "'top_k' must be 0 (disabled) or positive")
+		}
+		out.TopK = *k
+	}
+	if p := s.MinP; p != nil {
+		if *p < 0 || *p > 1 {
+			return apierr.Invalid("min_p", "'min_p' must be between 0 and 1")
+		}
+		out.MinP = *p
+	}
+	if p := s.RepeatPenalty; p != nil {
+		if *p <= 0 {
+			return apierr.Invalid("repeat_penalty", "'repeat_penalty' must be positive")
+		}
+		out.RepeatPenalty = *p
+	}
+	for name, v := range map[string]*float32{"presence_penalty": s.PresencePenalty, "frequency_penalty": s.FrequencyPenalty} {
+		if v != nil && (*v < -2 || *v > 2) {
+			return apierr.Invalid(name, fmt.Sprintf("'%s' must be between -2 and 2", name))
+		}
+	}
+	if s.PresencePenalty != nil {
+		out.PresencePenalty = *s.PresencePenalty
+	}
+	if s.FrequencyPenalty != nil {
+		out.FrequencyPenalty = *s.FrequencyPenalty
+	}
+	if s.Seed != nil {
+		seed := uint32(*s.Seed)
+		out.Seed = &seed
+	}
+	if len(s.LogitBias) > 0 {
+		out.LogitBias = make(map[int32]float32, len(s.LogitBias))
+		for k, v := range s.LogitBias {
+			id, err := strconv.ParseInt(k, 10, 32)
+			if err != nil {
+				return apierr.Invalid("logit_bias", fmt.Sprintf("logit_bias key %q is not a token id", k))
+			}
+			if v < -100 || v > 100 {
+				return apierr.Invalid("logit_bias", "logit_bias values must be between -100 and 100")
+			}
+			if v <= -100 {
+				v = float32(math.Inf(-1))
+			}
+			out.LogitBias[int32(id)] = v
+		}
+	}
+	if len(s.Stop) > 4 {
+		return apierr.Invalid("stop", "'stop' may hold at most 4 sequences")
+	}
+	out.Stop = s.Stop
+	if max != nil {
+		if *max < 1 {
+			return apierr.Invalid("max_tokens", "'max_tokens' must be at least 1")
+		}
+		out.MaxTokens = *max
+	}
+	return nil
+}
+
+// EmbeddingRequest is the body of POST /v1/embeddings.
+type EmbeddingRequest struct {
+	Model          string          `json:"model"`
+	Input          json.RawMessage `json:"input"`
+	EncodingFormat string          `json:"encoding_format"`
+	Dimensions     *int            `json:"dimensions"`
+	User           string          `json:"user"`
+}
+
+// Native validates r and returns the native request.
+func (r *EmbeddingRequest) Native() (inference.EmbeddingRequest, error) {
+	if r.Model == "" {
+		return inference.EmbeddingRequest{}, apierr.Invalid("model", "'model' is required")
+	}
+	var in StringOrArray
+	if len(bytes.TrimSpace(r.Input)) == 0 || json.Unmarshal(r.Input, &in) != nil {
+		return inference.EmbeddingRequest{}, apierr.Invalid("input", "'input' must be a string or an array of strings")
+	}
+	if len(in) == 0 {
+		return inference.EmbeddingRequest{}, apierr.Invalid("input", "'input' must not be empty")
+	}
+	if len(in) > 2048 {
+		return inference.EmbeddingRequest{}, apierr.Invalid("input", "'input' may hold at most 2048 items")
+	}
+	for i, s := range in {
+		if s == "" {
+			return inference.EmbeddingRequest{}, apierr.Invalid("input", fmt.Sprintf("input[%d] is an empty string", i))
+		}
+	}
+	switch r.EncodingFormat {
+	case "", "float", "base64":
+	default:
+		return inference.EmbeddingRequest{}, apierr.Invalid("encoding_format", "'encoding_format' must be float or base64")
+	}
+	if r.Dimensions != nil && *r.Dimensions < 1 {
+		return inference.EmbeddingRequest{}, apierr.Invalid("dimensions", "'dimensions' must be at least 1")
+	}
+	return inference.EmbeddingRequest{Model: r.Model, Input: in}, nil
+}
+
+// Embedding is one item of an embeddings response; Embedding is []float32
+// or a base64 string.
+type Embedding struct {
+	Object    string `json:"object"`
+	Index     int    `json:"index"`
+	Embedding any    `json:"embedding"`
+}
+
+// EmbeddingResponse is the body answering POST /v1/embeddings.
+type EmbeddingResponse struct {
+	Object string      `json:"object"`
+	Data   []Embedding `json:"data"`
+	Model  string      `json:"model"`
+	Usage  struct {
+		PromptTokens int `json:"prompt_tokens"`
+		TotalTokens  int `json:"total_tokens"`
+	} `json:"usage"`
+}
+
+// EmbeddingsResponse renders native embeddings, truncating to dimensions
+// (and renormalising) when asked, in float or base64 encoding.
+func (r *EmbeddingRequest) Response(res inference.EmbeddingResponse) (EmbeddingResponse, error) {
+	out := EmbeddingResponse{Object: "list", Model: r.Model}
+	out.Usage.PromptTokens = res.PromptTokens
+	out.Usage.TotalTokens = res.PromptTokens
+	for i, v := range res.Embeddings {
+		if r.Dimensions != nil {
+			if *r.Dimensions > len(v) {
+				return out, apierr.Invalid("dimensions", fmt.Sprintf("'dimensions' is %d but this model's embeddings have %d", *r.Dimensions, len(v)))
+			}
+			v = renormalize(v[:*r.Dimensions])
+		}
+		var e any = v
+		if r.EncodingFormat == "base64" {
+			buf := make([]byte, 4*len(v))
+			for j, x := range v {
+				binary.LittleEndian.PutUint32(buf[4*j:], math.Float32bits(x))
+			}
+			e = base64.StdEncoding.EncodeToString(buf)
+		}
+		out.Data = append(out.Data, Embedding{Object: "embedding", Index: i, Embedding: e})
+	}
+	return out, nil
+}
+
+func renormalize(v []float32) []float32 {
+	out := append([]float32(nil), v...)
+	var s float64
+	for _, x := range out {
+		s += float64(x) * float64(x)
+	}
+	if s > 0 {
+		inv := float32(1 / math.Sqrt(s))
+		for i := range out {
+			out[i] *= inv
+		}
+	}
+	return out
+}

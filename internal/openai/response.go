@@ -1,0 +1,161 @@
+package openai
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/inference"
+)
+
+// Usage is OpenAI's usage object.
+type Usage struct {
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	TotalTokens         int `json:"total_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+// NewUsage converts native usage.
+func NewUsage(u *inference.Usage) *Usage {
+	if u == nil {
+		return nil
+	}
+	out := &Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens}
+	out.PromptTokensDetails.CachedTokens = u.CachedTokens
+	return out
+}
+
+// TopLogprob is one alternative token.
+type TopLogprob struct {
+	Token   string  `json:"token"`
+	Logprob float32 `json:"logprob"`
+	Bytes   []int   `json:"bytes"`
+}
+
+// TokenLogprob is one entry of logprobs.content.
+type TokenLogprob struct {
+	Token       string       `json:"token"`
+	Logprob     float32      `json:"logprob"`
+	Bytes       []int        `json:"bytes"`
+	TopLogprobs []TopLogprob `json:"top_logprobs"`
+}
+
+// Logprobs is a chat choice's logprobs.
+type Logprobs struct {
+	Content []TokenLogprob `json:"content"`
+}
+
+func byteInts(b []byte) []int {
+	out := make([]int, len(b))
+	for i, c := range b {
+		out[i] = int(c)
+	}
+	return out
+}
+
+// NewLogprobs converts native logprobs.
+func NewLogprobs(lps []inference.TokenLogprob) []TokenLogprob {
+	out := make([]TokenLogprob, 0, len(lps))
+	for _, l := range lps {
+		t := TokenLogprob{Token: l.Token, Logprob: l.Logprob, Bytes: byteInts(l.Bytes), TopLogprobs: []TopLogprob{}}
+		for _, a := range l.Top {
+			t.TopLogprobs = append(t.TopLogprobs, TopLogprob{Token: a.Token, Logprob: a.Logprob, Bytes: byteInts(a.Bytes)})
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// AssistantMessage is the message of a chat choice.
+type AssistantMessage struct {
+	Role    string  `json:"role"`
+	Content string  `json:"content"`
+	Refusal *string `json:"refusal"`
+}
+
+// ChatChoice is one choice of a chat completion.
+type ChatChoice struct {
+	Index        int              `json:"index"`
+	Message      AssistantMessage `json:"message"`
+	Logprobs     *Logprobs        `json:"logprobs"`
+	FinishReason string           `json:"finish_reason"`
+}
+
+// ChatCompletion is the body answering a non-streamed chat completion.
+type ChatCompletion struct {
+	ID                string       `json:"id"`
+	Object            string       `json:"object"`
+	Created           int64        `json:"created"`
+	Model             string       `json:"model"`
+	Choices           []ChatChoice `json:"choices"`
+	Usage             *Usage       `json:"usage"`
+	SystemFingerprint string       `json:"system_fingerprint"`
+}
+
+// Delta is the incremental message of a chunk.
+type Delta struct {
+	Role    string  `json:"role,omitempty"`
+	Content *string `json:"content,omitempty"`
+}
+
+// ChunkChoice is one choice of a chat completion chunk.
+type ChunkChoice struct {
+	Index        int       `json:"index"`
+	Delta        Delta     `json:"delta"`
+	Logprobs     *Logprobs `json:"logprobs"`
+	FinishReason *string   `json:"finish_reason"`
+}
+
+// ChatChunk is one SSE chunk of a streamed chat completion.
+type ChatChunk struct {
+	ID                string        `json:"id"`
+	Object            string        `json:"object"`
+	Created           int64         `json:"created"`
+	Model             string        `json:"model"`
+	SystemFingerprint string        `json:"system_fingerprint"`
+	Choices           []ChunkChoice `json:"choices"`
+	Usage             *Usage        `json:"usage,omitempty"`
+}
+
+// TextLogprobs is the legacy completions logprobs object.
+type TextLogprobs struct {
+	Tokens        []string             `json:"tokens"`
+	TokenLogprobs []float32            `json:"token_logprobs"`
+	TopLogprobs   []map[string]float32 `json:"top_logprobs"`
+	TextOffset    []int                `json:"text_offset"`
+}
+
+// TextChoice is one choice of a text completion (or chunk).
+type TextChoice struct {
+	Index        int           `json:"index"`
+	Text         string        `json:"text"`
+	Logprobs     *TextLogprobs `json:"logprobs"`
+	FinishReason *string       `json:"finish_reason"`
+}
+
+// TextCompletion is the body (or SSE chunk) of a text completion.
+type TextCompletion struct {
+	ID                string       `json:"id"`
+	Object            string       `json:"object"`
+	Created           int64        `json:"created"`
+	Model             string       `json:"model"`
+	SystemFingerprint string       `json:"system_fingerprint"`
+	Choices           []TextChoice `json:"choices"`
+	Usage             *Usage       `json:"usage,omitempty"`
+}
+
+// Fingerprint identifies this server build in system_fingerprint.
+const Fingerprint = "fp_sovereign"
+
+// NewID returns a random id with prefix ("chatcmpl-", "cmpl-").
+func NewID(prefix string) string {
+	var b [12]byte
+	rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// Now is the clock used for "created".
+var Now = time.Now

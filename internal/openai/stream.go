@@ -1,0 +1,174 @@
+package openai
+
+import (
+	"errors"
+	"io"
+	"strings"
+
+	"github.com/sovereign-ai/sovereign/internal/inference"
+)
+
+// ChatStream renders native events as chat.completion.chunk objects.
+type ChatStream struct {
+	ID           string
+	Model        string
+	Created      int64
+	IncludeUsage bool
+	Logprobs     bool
+}
+
+// NewChatStream starts a chat stream for model.
+func NewChatStream(model string, includeUsage, logprobs bool) *ChatStream {
+	return &ChatStream{ID: NewID("chatcmpl-"), Model: model, Created: Now().Unix(), IncludeUsage: includeUsage, Logprobs: logprobs}
+}
+
+func (c *ChatStream) chunk(choices []ChunkChoice) ChatChunk {
+	return ChatChunk{ID: c.ID, Object: "chat.completion.chunk", Created: c.Created, Model: c.Model, SystemFingerprint: Fingerprint, Choices: choices}
+}
+
+// First is the opening chunk that carries the assistant role.
+func (c *ChatStream) First() ChatChunk {
+	empty := ""
+	return c.chunk([]ChunkChoice{{Delta: Delta{Role: "assistant", Content: &empty}}})
+}
+
+// Chunks renders one native event: a content chunk, a final chunk with the
+// finish reason, and (with include_usage) a usage chunk with no choices.
+func (c *ChatStream) Chunks(ev inference.Event) []ChatChunk {
+	var out []ChatChunk
+	if ev.Text != "" || len(ev.Logprobs) > 0 {
+		text := ev.Text
+		ch := ChunkChoice{Delta: Delta{Content: &text}}
+		if c.Logprobs {
+			ch.Logprobs = &Logprobs{Content: NewLogprobs(ev.Logprobs)}
+		}
+		out = append(out, c.chunk([]ChunkChoice{ch}))
+	}
+	if ev.Done {
+		fr := ev.FinishReason
+		out = append(out, c.chunk([]ChunkChoice{{Delta: Delta{}, FinishReason: &fr}}))
+		if c.IncludeUsage {
+			u := c.chunk([]ChunkChoice{})
+			u.Usage = NewUsage(ev.Usage)
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// CollectChat reads a whole native stream into a chat completion.
+func CollectChat(s inference.Stream, model string, logprobs bool) (ChatCompletion, error) {
+	var sb strings.Builder
+	var lps []inference.TokenLogprob
+	out := ChatCompletion{ID: NewID("chatcmpl-"), Object: "chat.completion", Created: Now().Unix(), Model: model, SystemFingerprint: Fingerprint}
+	for {
+		ev, err := s.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return out, err
+		}
+		sb.WriteString(ev.Text)
+		lps = append(lps, ev.Logprobs...)
+		if ev.Done {
+			ch := ChatChoice{Message: AssistantMessage{Role: "assistant", Content: sb.String()}, FinishReason: ev.FinishReason}
+			if logprobs {
+				ch.Logprobs = &Logprobs{Content: NewLogprobs(lps)}
+			}
+			out.Choices = []ChatChoice{ch}
+			out.Usage = NewUsage(ev.Usage)
+			return out, nil
+		}
+	}
+	return out, io.ErrUnexpectedEOF
+}
+
+// TextStream renders native events as text_completion chunks.
+type TextStream struct {
+	ID           string
+	Model        string
+	Created      int64
+	IncludeUsage bool
+	Logprobs     bool
+	offset       int
+}
+
+// NewTextStream starts a text completion stream.
+func NewTextStream(model string, includeUsage, logprobs bool) *TextStream {
+	return &TextStream{ID: NewID("cmpl-"), Model: model, Created: Now().Unix(), IncludeUsage: includeUsage, Logprobs: logprobs}
+}
+
+func (t *TextStream) chunk(choices []TextChoice) TextCompletion {
+	return TextCompletion{ID: t.ID, Object: "text_completion", Created: t.Created, Model: t.Model, SystemFingerprint: Fingerprint, Choices: choices}
+}
+
+// Chunks renders one native event.
+func (t *TextStream) Chunks(ev inference.Event) []TextCompletion {
+	var out []TextCompletion
+	var fr *string
+	if ev.Done {
+		r := ev.FinishReason
+		fr = &r
+	}
+	if ev.Text != "" || ev.Done {
+		ch := TextChoice{Text: ev.Text, FinishReason: fr}
+		if t.Logprobs {
+			ch.Logprobs = textLogprobs(ev.Logprobs, &t.offset)
+		}
+		out = append(out, t.chunk([]TextChoice{ch}))
+	}
+	if ev.Done && t.IncludeUsage {
+		u := t.chunk([]TextChoice{})
+		u.Usage = NewUsage(ev.Usage)
+		out = append(out, u)
+	}
+	return out
+}
+
+func textLogprobs(lps []inference.TokenLogprob, offset *int) *TextLogprobs {
+	out := &TextLogprobs{Tokens: []string{}, TokenLogprobs: []float32{}, TopLogprobs: []map[string]float32{}, TextOffset: []int{}}
+	for _, l := range lps {
+		out.Tokens = append(out.Tokens, l.Token)
+		out.TokenLogprobs = append(out.TokenLogprobs, l.Logprob)
+		top := map[string]float32{}
+		for _, a := range l.Top {
+			top[a.Token] = a.Logprob
+		}
+		out.TopLogprobs = append(out.TopLogprobs, top)
+		out.TextOffset = append(out.TextOffset, *offset)
+		*offset += len(l.Token)
+	}
+	return out
+}
+
+// CollectText reads a whole native stream into a text completion.
+func CollectText(s inference.Stream, model string, logprobs bool) (TextCompletion, error) {
+	var sb strings.Builder
+	var lps []inference.TokenLogprob
+	t := NewTextStream(model, false, logprobs)
+	out := t.chunk(nil)
+	for {
+		ev, err := s.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return out, err
+		}
+		sb.WriteString(ev.Text)
+		lps = append(lps, ev.Logprobs...)
+		if ev.Done {
+			fr := ev.FinishReason
+			ch := TextChoice{Text: sb.String(), FinishReason: &fr}
+			if logprobs {
+				off := 0
+				ch.Logprobs = textLogprobs(lps, &off)
+			}
+			out.Choices = []TextChoice{ch}
+			out.Usage = NewUsage(ev.Usage)
+			return out, nil
+		}
+	}
+	return out, io.ErrUnexpectedEOF
+}

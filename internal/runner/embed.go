@@ -1,0 +1,117 @@
+package runner
+
+import (
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/sovereign-ai/sovereign/internal/inference"
+	"github.com/sovereign-ai/sovereign/internal/llamacpp"
+)
+
+// Embedder computes pooled, L2-normalised embeddings, packing several
+// inputs into one batch, one sequence each.
+type Embedder struct {
+	mu     sync.Mutex
+	model  *llamacpp.Model
+	lctx   *llamacpp.Context
+	batch  *llamacpp.Batch
+	nSeq   int
+	maxLen int
+}
+
+// NewEmbedder creates an embedding context for m with the model's pooling
+// (mean when the model does not say).
+func NewEmbedder(m *llamacpp.Model, threads int) (*Embedder, error) {
+	maxLen := m.NCtxTrain()
+	if maxLen <= 0 || maxLen > 8192 {
+		maxLen = 8192
+	}
+	const nSeq = 8
+	lctx, err := llamacpp.NewContext(m, llamacpp.ContextParams{
+		NCtx:       maxLen * nSeq,
+		NBatch:     maxLen * nSeq,
+		NUBatch:    maxLen * nSeq,
+		NSeqMax:    nSeq,
+		Threads:    threads,
+		Embeddings: true,
+		Pooling:    llamacpp.PoolingUnspecified,
+		KVUnified:  true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if lctx.PoolingType() == llamacpp.PoolingNone {
+		lctx.Free()
+		return nil, fmt.Errorf("model %s has no pooling; it cannot produce sentence embeddings", m.Path())
+	}
+	return &Embedder{model: m, lctx: lctx, batch: llamacpp.NewBatch(maxLen * nSeq), nSeq: nSeq, maxLen: maxLen}, nil
+}
+
+// Close frees the context.
+func (e *Embedder) Close() {
+	e.batch.Free()
+	e.lctx.Free()
+}
+
+// Embed returns one normalised vector per input, in order.
+func (e *Embedder) Embed(inputs []string) (inference.EmbeddingResponse, error) {
+	toks := make([][]llamacpp.Token, len(inputs))
+	total := 0
+	for i, in := range inputs {
+		t, err := e.model.Tokenize(in, true, false)
+		if err != nil {
+			return inference.EmbeddingResponse{}, err
+		}
+		if len(t) == 0 {
+			return inference.EmbeddingResponse{}, &inference.InvalidError{Param: "input", Message: fmt.Sprintf("input[%d] is empty", i)}
+		}
+		if len(t) > e.maxLen {
+			return inference.EmbeddingResponse{}, &inference.InvalidError{Param: "input", Message: fmt.Sprintf(
+				"input[%d] has %d tokens; this model's maximum is %d", i, len(t), e.maxLen)}
+		}
+		toks[i] = t
+		total += len(t)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([][]float32, len(inputs))
+	for start := 0; start < len(inputs); {
+		e.batch.Clear()
+		e.lctx.ClearMemory()
+		end := start
+		for end < len(inputs) && end-start < e.nSeq && e.batch.Len()+len(toks[end]) <= e.batch.Cap() {
+			for p, t := range toks[end] {
+				e.batch.Add(t, p, end-start, true)
+			}
+			end++
+		}
+		if err := e.lctx.Decode(e.batch); err != nil {
+			return inference.EmbeddingResponse{}, err
+		}
+		for i := start; i < end; i++ {
+			v := e.lctx.Embedding(i-start, 0)
+			if v == nil {
+				return inference.EmbeddingResponse{}, fmt.Errorf("no embedding returned for input %d", i)
+			}
+			normalize(v)
+			out[i] = v
+		}
+		start = end
+	}
+	return inference.EmbeddingResponse{Embeddings: out, PromptTokens: total}, nil
+}
+
+func normalize(v []float32) {
+	var s float64
+	for _, x := range v {
+		s += float64(x) * float64(x)
+	}
+	if s == 0 {
+		return
+	}
+	inv := float32(1 / math.Sqrt(s))
+	for i := range v {
+		v[i] *= inv
+	}
+}

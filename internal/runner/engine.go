@@ -1,0 +1,452 @@
+// Package runner is the process behind `sovereign runner`: it loads one GGUF
+// model with llama.cpp and serves it on a loopback port with Sovereign's
+// internal protocol (see server.go). Generation uses continuous batching: N
+// slots share one llama.cpp context, and every step decodes one batch that
+// holds each generating slot's next token plus prompt chunks of new requests,
+// like llama.cpp server's slots.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/inference"
+	"github.com/sovereign-ai/sovereign/internal/llamacpp"
+)
+
+// job is one admitted completion request.
+type job struct {
+	ctx      context.Context
+	prompt   []llamacpp.Token
+	req      inference.CompletionRequest
+	sampler  *llamacpp.Sampler
+	out      *eventQueue
+	enqueued time.Time
+}
+
+// slot is one sequence of the shared context.
+type slot struct {
+	id       int
+	cache    []llamacpp.Token // tokens whose KV is in the context for this sequence
+	job      *job
+	lastUsed time.Time
+
+	promptPos int // next prompt token to feed
+	pending   llamacpp.Token
+	hasTok    bool // pending holds a sampled token not yet decoded
+	batchIdx  int  // index in the current batch whose logits belong to this slot, or -1
+	fed       int  // prompt tokens of this slot in the current batch
+	generated int
+	cached    int // prompt tokens reused from the cache
+	gate      *inference.TextGate
+}
+
+func (s *slot) active() bool { return s.job != nil }
+
+// Engine owns the llama.cpp context and schedules completions over its slots.
+type Engine struct {
+	model   *llamacpp.Model
+	lctx    *llamacpp.Context
+	batch   *llamacpp.Batch
+	slots   []*slot
+	nBatch  int
+	nCtxSeq int
+
+	queue chan *job
+	quit  chan struct{}
+	done  chan struct{}
+
+	mu      sync.Mutex
+	active  int
+	waiting int
+	log     *slog.Logger
+}
+
+// EngineConfig configures a generation Engine.
+type EngineConfig struct {
+	Slots      int // parallel sequences (default 4)
+	CtxPerSlot int // KV cells per sequence (default min(4096, trained context))
+	Batch      int // most tokens per decode step (default 512)
+	Threads    int
+	QueueSize  int // most requests waiting for a slot (default 64)
+}
+
+// NewEngine creates the context for a causal model and starts the
+// scheduling loop.
+func NewEngine(m *llamacpp.Model, cfg EngineConfig, log *slog.Logger) (*Engine, error) {
+	if cfg.Slots <= 0 {
+		cfg.Slots = 4
+	}
+	if cfg.CtxPerSlot <= 0 {
+		cfg.CtxPerSlot = 4096
+	}
+	if t := m.NCtxTrain(); t > 0 && cfg.CtxPerSlot > t {
+		cfg.CtxPerSlot = t
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = 512
+	}
+	if cfg.QueueSize <= 0 {
+		cfg.QueueSize = 64
+	}
+	lctx, err := llamacpp.NewContext(m, llamacpp.ContextParams{
+		NCtx:    cfg.CtxPerSlot * cfg.Slots,
+		NBatch:  cfg.Batch,
+		NUBatch: cfg.Batch,
+		NSeqMax: cfg.Slots,
+		Threads: cfg.Threads,
+		Pooling: llamacpp.PoolingNone,
+		// Separate KV streams per sequence decode faster when sequences do
+		// not share prefixes; a full SWA cache keeps every position so a
+		// slot's cached prefix can always be reused.
+		KVUnified: false,
+		SWAFull:   true,
+	})
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{
+		model:   m,
+		lctx:    lctx,
+		batch:   llamacpp.NewBatch(cfg.Batch + cfg.Slots),
+		nBatch:  cfg.Batch,
+		nCtxSeq: lctx.NCtxSeq(),
+		queue:   make(chan *job, cfg.QueueSize),
+		quit:    make(chan struct{}),
+		done:    make(chan struct{}),
+		log:     log,
+	}
+	for i := 0; i < cfg.Slots; i++ {
+		e.slots = append(e.slots, &slot{id: i, batchIdx: -1})
+	}
+	go e.loop()
+	return e, nil
+}
+
+// Close stops the loop, failing requests still running, and frees the context.
+func (e *Engine) Close() {
+	close(e.quit)
+	<-e.done
+	e.batch.Free()
+	e.lctx.Free()
+}
+
+// CtxPerSlot is the number of tokens one sequence can hold.
+func (e *Engine) CtxPerSlot() int { return e.nCtxSeq }
+
+// Stats reports slots in use and requests waiting for one.
+func (e *Engine) Stats() (slots, active, waiting int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.slots), e.active, e.waiting + len(e.queue)
+}
+
+// ErrQueueFull is returned by Submit when too many requests wait.
+var ErrQueueFull = errors.New("runner queue full")
+
+// Submit tokenizes and validates req and queues it. Events arrive on the
+// returned queue until an event with Done or Error.
+func (e *Engine) Submit(ctx context.Context, req inference.CompletionRequest, prompt []llamacpp.Token) (*eventQueue, error) {
+	if len(prompt) == 0 {
+		return nil, &inference.InvalidError{Param: "prompt", Message: "the prompt is empty after tokenization"}
+	}
+	if len(prompt) >= e.nCtxSeq {
+		return nil, &inference.InvalidError{Param: "messages", Message: fmt.Sprintf(
+			"the prompt has %d tokens but the model's context per request is %d tokens", len(prompt), e.nCtxSeq)}
+	}
+	sp := llamacpp.SamplerParams{
+		Temperature:      req.Temperature,
+		TopK:             req.TopK,
+		TopP:             req.TopP,
+		MinP:             req.MinP,
+		RepeatLastN:      req.RepeatLastN,
+		RepeatPenalty:    req.RepeatPenalty,
+		FrequencyPenalty: req.FrequencyPenalty,
+		PresencePenalty:  req.PresencePenalty,
+		Grammar:          req.Grammar,
+	}
+	if req.Seed != nil {
+		sp.Seed = *req.Seed
+	} else {
+		sp.Seed = uint32(time.Now().UnixNano())
+	}
+	if len(req.LogitBias) > 0 {
+		sp.LogitBias = make(map[llamacpp.Token]float32, len(req.LogitBias))
+		nv := e.model.NVocab()
+		for t, b := range req.LogitBias {
+			if t < 0 || int(t) >= nv {
+				return nil, &inference.InvalidError{Param: "logit_bias", Message: fmt.Sprintf("logit_bias token %d is outside the vocabulary (0..%d)", t, nv-1)}
+			}
+			sp.LogitBias[t] = b
+		}
+	}
+	smp, err := llamacpp.NewSampler(e.model, sp)
+	if err != nil {
+		return nil, &inference.InvalidError{Param: "response_format", Message: "the grammar could not be parsed: " + err.Error()}
+	}
+	j := &job{ctx: ctx, prompt: prompt, req: req, sampler: smp, out: newEventQueue(), enqueued: time.Now()}
+	select {
+	case e.queue <- j:
+		return j.out, nil
+	default:
+		smp.Free()
+		return nil, ErrQueueFull
+	}
+}
+
+func (e *Engine) loop() {
+	defer close(e.done)
+	for {
+		if e.countActive() == 0 {
+			select {
+			case j := <-e.queue:
+				e.admit(j)
+			case <-e.quit:
+				e.failAll("runner shutting down")
+				return
+			}
+		}
+		// Admit waiting requests into free slots.
+	admit:
+		for e.freeSlot() {
+			select {
+			case j := <-e.queue:
+				e.admit(j)
+			default:
+				break admit
+			}
+		}
+		select {
+		case <-e.quit:
+			e.failAll("runner shutting down")
+			return
+		default:
+		}
+		e.step()
+	}
+}
+
+func (e *Engine) countActive() int {
+	n := 0
+	for _, s := range e.slots {
+		if s.active() {
+			n++
+		}
+	}
+	e.mu.Lock()
+	e.active = n
+	e.mu.Unlock()
+	return n
+}
+
+func (e *Engine) freeSlot() bool {
+	for _, s := range e.slots {
+		if !s.active() {
+			return true
+		}
+	}
+	return false
+}
+
+// admit places j in the free slot whose cache shares the longest prefix with
+// its prompt (least recently used on ties) and drops the rest of that cache.
+func (e *Engine) admit(j *job) {
+	if j.ctx.Err() != nil {
+		j.sampler.Free()
+		j.out.push(inference.Event{Error: "request cancelled"})
+		return
+	}
+	var best *slot
+	bestN := -1
+	for _, s := range e.slots {
+		if s.active() {
+			continue
+		}
+		n := commonPrefix(s.cache, j.prompt)
+		if n > bestN || (n == bestN && s.lastUsed.Before(best.lastUsed)) {
+			best, bestN = s, n
+		}
+	}
+	s := best
+	n := bestN
+	if n >= len(j.prompt) {
+		n = len(j.prompt) - 1 // the last prompt token must be decoded for its logits
+	}
+	if n < len(s.cache) {
+		if !e.lctx.SeqRemove(s.id, n, -1) {
+			e.lctx.SeqRemove(s.id, 0, -1)
+			n = 0
+		}
+		s.cache = s.cache[:n]
+	}
+	s.job = j
+	s.promptPos = n
+	s.cached = n
+	s.hasTok = false
+	s.generated = 0
+	s.batchIdx = -1
+	s.gate = inference.NewTextGate(j.req.Stop)
+	e.countActive()
+}
+
+// step cancels closed requests, builds one batch from every active slot,
+// decodes it and samples the next token of each slot whose logits it holds.
+func (e *Engine) step() {
+	for _, s := range e.slots {
+		if s.active() && s.job.ctx.Err() != nil {
+			e.finish(s, inference.Event{Error: "request cancelled"})
+		}
+	}
+	e.batch.Clear()
+	for _, s := range e.slots {
+		s.batchIdx = -1
+		s.fed = 0
+		if s.active() && s.hasTok {
+			s.batchIdx = e.batch.Add(s.pending, len(s.cache), s.id, true)
+		}
+	}
+	budget := e.nBatch - e.batch.Len()
+	for _, s := range e.slots {
+		if !s.active() || s.hasTok || budget <= 0 {
+			continue
+		}
+		rest := len(s.job.prompt) - s.promptPos
+		k := rest
+		if k > budget {
+			k = budget
+		}
+		for i := 0; i < k; i++ {
+			p := s.promptPos + i
+			last := p == len(s.job.prompt)-1
+			idx := e.batch.Add(s.job.prompt[p], p, s.id, last)
+			if last {
+				s.batchIdx = idx
+			}
+		}
+		s.fed = k
+		budget -= k
+	}
+	if e.batch.Len() == 0 {
+		return
+	}
+	if err := e.lctx.Decode(e.batch); err != nil {
+		e.log.Error("decode failed", "err", err, "batch", e.batch.Len())
+		for _, s := range e.slots {
+			if s.active() {
+				e.lctx.SeqRemove(s.id, 0, -1)
+				s.cache = s.cache[:0]
+				e.finish(s, inference.Event{Error: "decode failed: " + err.Error()})
+			}
+		}
+		return
+	}
+	// Record what is now in the KV cache.
+	for _, s := range e.slots {
+		if !s.active() {
+			continue
+		}
+		if s.hasTok {
+			s.cache = append(s.cache, s.pending)
+			s.hasTok = false
+			continue
+		}
+		if s.fed > 0 {
+			s.cache = append(s.cache, s.job.prompt[s.promptPos:s.promptPos+s.fed]...)
+			s.promptPos += s.fed
+			s.fed = 0
+		}
+	}
+	for _, s := range e.slots {
+		if s.active() && s.batchIdx >= 0 {
+			e.sample(s)
+		}
+	}
+}
+
+func (e *Engine) sample(s *slot) {
+	j := s.job
+	tok, err := j.sampler.Sample(e.lctx, s.batchIdx)
+	if err != nil {
+		e.finish(s, inference.Event{Error: err.Error()})
+		return
+	}
+	s.generated++
+	var lps []inference.TokenLogprob
+	if j.req.Logprobs {
+		lp, top := e.lctx.Logprobs(s.batchIdx, tok, j.req.TopLogprobs)
+		tl := e.tokenLogprob(tok, lp)
+		for _, t := range top {
+			tl.Top = append(tl.Top, e.tokenLogprob(t.Token, t.Logprob))
+		}
+		lps = []inference.TokenLogprob{tl}
+	}
+	if e.model.IsEOG(tok) {
+		e.finish(s, inference.Event{Text: s.gate.Flush(), Logprobs: lps, Done: true, FinishReason: inference.FinishStop})
+		return
+	}
+	text, stopped := s.gate.Push(e.model.Piece(tok, false))
+	if stopped {
+		e.finish(s, inference.Event{Text: text, Logprobs: lps, Done: true, FinishReason: inference.FinishStop})
+		return
+	}
+	if (j.req.MaxTokens > 0 && s.generated >= j.req.MaxTokens) || len(s.cache)+1 >= e.nCtxSeq {
+		e.finish(s, inference.Event{Text: text + s.gate.Flush(), Logprobs: lps, Done: true, FinishReason: inference.FinishLength})
+		return
+	}
+	if text != "" || lps != nil {
+		j.out.push(inference.Event{Text: text, Logprobs: lps})
+	}
+	s.pending = tok
+	s.hasTok = true
+}
+
+func (e *Engine) tokenLogprob(tok llamacpp.Token, lp float32) inference.TokenLogprob {
+	b := e.model.Piece(tok, false)
+	return inference.TokenLogprob{ID: tok, Token: string(b), Bytes: b, Logprob: lp}
+}
+
+// finish ends the slot's job with ev (a Done event gets usage) and frees the
+// slot; the slot's KV cache stays for prefix reuse.
+func (e *Engine) finish(s *slot, ev inference.Event) {
+	j := s.job
+	if ev.Done {
+		ev.Usage = &inference.Usage{PromptTokens: len(j.prompt), CompletionTokens: s.generated, CachedTokens: s.cached}
+	}
+	j.out.push(ev)
+	j.sampler.Free()
+	s.job = nil
+	s.hasTok = false
+	s.batchIdx = -1
+	s.lastUsed = time.Now()
+	// A partly fed prompt leaves a cache that matches the prompt prefix,
+	// which is still valid to reuse.
+}
+
+func (e *Engine) failAll(msg string) {
+	for _, s := range e.slots {
+		if s.active() {
+			e.finish(s, inference.Event{Error: msg})
+		}
+	}
+	for {
+		select {
+		case j := <-e.queue:
+			j.sampler.Free()
+			j.out.push(inference.Event{Error: msg})
+		default:
+			return
+		}
+	}
+}
+
+func commonPrefix(a, b []llamacpp.Token) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}

@@ -1,0 +1,365 @@
+package runner
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/inference"
+	"github.com/sovereign-ai/sovereign/internal/llamacpp"
+	"github.com/sovereign-ai/sovereign/internal/runnerproto"
+)
+
+// Config configures a runner process.
+type Config struct {
+	ModelPath string
+	Addr      string // listen address, default 127.0.0.1:0
+	Token     string // bearer token every request must carry; empty for none
+	Engine    EngineConfig
+	// Ready, when set, receives the listen address once the socket is open
+	// (before the model has loaded).
+	Ready func(addr string)
+	Log   *slog.Logger
+}
+
+// Server serves one model over Sovereign's runner protocol.
+type Server struct {
+	cfg      Config
+	model    *llamacpp.Model
+	engine   *Engine
+	embedder *Embedder
+	ready    atomic.Bool
+	template string
+}
+
+// Run listens, loads the model, and serves until ctx ends. It returns an
+// error when the model cannot be loaded.
+func Run(ctx context.Context, cfg Config) error {
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:0"
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	s := &Server{cfg: cfg}
+	hs := &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln)
+	defer hs.Close()
+	if cfg.Ready != nil {
+		cfg.Ready(ln.Addr().String())
+	}
+	if err := s.load(); err != nil {
+		return err
+	}
+	defer s.close()
+	s.ready.Store(true)
+	cfg.Log.Info("runner ready", "model", cfg.ModelPath, "addr", ln.Addr().String())
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	hs.Shutdown(sctx)
+	return nil
+}
+
+func (s *Server) load() error {
+	if err := runnerproto.CheckModelFile(s.cfg.ModelPath); err != nil {
+		return err
+	}
+	m, err := llamacpp.LoadModel(s.cfg.ModelPath, llamacpp.ModelParams{UseMmap: true})
+	if err != nil {
+		return err
+	}
+	s.model = m
+	if m.HasDecoder() {
+		s.engine, err = NewEngine(m, s.cfg.Engine, s.cfg.Log)
+		s.template = m.ChatTemplate()
+	} else {
+		s.embedder, err = NewEmbedder(m, s.cfg.Engine.Threads)
+	}
+	if err != nil {
+		m.Free()
+		return err
+	}
+	return nil
+}
+
+func (s *Server) close() {
+	if s.engine != nil {
+		s.engine.Close()
+	}
+	if s.embedder != nil {
+		s.embedder.Close()
+	}
+	s.model.Free()
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", s.health)
+	mux.HandleFunc("POST /completion", s.ready2(s.completion))
+	mux.HandleFunc("POST /embedding", s.ready2(s.embedding))
+	mux.HandleFunc("POST /tokenize", s.ready2(s.tokenize))
+	mux.HandleFunc("POST /detokenize", s.ready2(s.detokenize))
+	mux.HandleFunc("POST /apply-template", s.ready2(s.applyTemplate))
+	return s.auth(mux)
+}
+
+func (s *Server) auth(next http.Handler) http.Handler {
+	want := []byte("Bearer " + s.cfg.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.Token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			writeErr(w, http.StatusUnauthorized, runnerproto.Error{Code: "unauthorized", Message: "bad runner token"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) ready2(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.ready.Load() {
+			writeErr(w, http.StatusServiceUnavailable, runnerproto.Error{Code: runnerproto.CodeLoading, Message: "model is loading"})
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, 64<<20)
+		h(w, r)
+	}
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	if !s.ready.Load() {
+		writeJSON(w, http.StatusServiceUnavailable, runnerproto.Health{Status: "loading"})
+		return
+	}
+	h := runnerproto.Health{Status: "ok", NVocab: s.model.NVocab(), NEmbd: s.model.NEmbd(), CtxTrain: s.model.NCtxTrain()}
+	if s.engine != nil {
+		h.Kind = runnerproto.KindGenerate
+		h.Slots, h.Active, h.Waiting = s.engine.Stats()
+		h.CtxPerSlot = s.engine.CtxPerSlot()
+		h.ChatTemplate = s.template != ""
+	} else {
+		h.Kind = runnerproto.KindEmbed
+	}
+	writeJSON(w, http.StatusOK, h)
+}
+
+func decode(r *http.Request, v any) error {
+	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
+		return &inference.InvalidError{Message: "invalid JSON body: " + err.Error()}
+	}
+	return nil
+}
+
+func (s *Server) completion(w http.ResponseWriter, r *http.Request) {
+	var req inference.CompletionRequest
+	if err := decode(r, &req); err != nil {
+		fail(w, err)
+		return
+	}
+	if s.engine == nil {
+		fail(w, inference.ErrUnsupported)
+		return
+	}
+	prompt, err := s.promptTokens(&req)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	q, err := s.engine.Submit(r.Context(), req, prompt)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	fl, _ := w.(http.Flusher)
+	enc := json.NewEncoder(w)
+	for {
+		evs, err := q.next(r.Context())
+		if err != nil {
+			return // client gone; the engine frees the slot at its next step
+		}
+		for _, ev := range evs {
+			if enc.Encode(ev) != nil {
+				return
+			}
+			if ev.Done || ev.Error != "" {
+				if fl != nil {
+					fl.Flush()
+				}
+				return
+			}
+		}
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+}
+
+// promptTokens builds the prompt from messages (with the chat template),
+// text, or tokens.
+func (s *Server) promptTokens(req *inference.CompletionRequest) ([]llamacpp.Token, error) {
+	switch {
+	case len(req.Tokens) > 0:
+		nv := int32(s.model.NVocab())
+		for _, t := range req.Tokens {
+			if t < 0 || t >= nv {
+				return nil, &inference.InvalidError{Param: "prompt", Message: fmt.Sprintf("token %d is outside the vocabulary (0..%d)", t, nv-1)}
+			}
+		}
+		return req.Tokens, nil
+	case len(req.Messages) > 0:
+		text, stops, err := s.format(req.Messages)
+		if err != nil {
+			return nil, err
+		}
+		req.Stop = append(req.Stop, stops...)
+		return s.model.Tokenize(text, true, true)
+	default:
+		return s.model.Tokenize(req.Prompt, true, true)
+	}
+}
+
+// transcriptStops end a turn in the plain transcript format.
+var transcriptStops = []string{"\nUser:", "\nSystem:"}
+
+// format renders chat messages as a prompt. A model with a chat template
+// (tokenizer.chat_template) is formatted by llama.cpp's built-in template
+// engine. A GGUF without one is a base model: the messages become a plain
+// transcript ("User: …\nAssistant:") that base models continue naturally,
+// and the returned stop sequences end generation when the model starts the
+// next turn.
+func (s *Server) format(msgs []inference.Message) (string, []string, error) {
+	if s.template == "" {
+		return transcript(msgs), transcriptStops, nil
+	}
+	cm := make([]llamacpp.ChatMessage, len(msgs))
+	for i, m := range msgs {
+		cm[i] = llamacpp.ChatMessage{Role: m.Role, Content: m.Content}
+	}
+	out, err := llamacpp.ApplyChatTemplate(s.template, cm, true)
+	if errors.Is(err, llamacpp.ErrUnsupportedTemplate) {
+		return "", nil, &inference.InvalidError{Param: "messages", Message: "this model's chat template is not one llama.cpp knows; send a raw prompt to /v1/completions instead"}
+	}
+	return out, nil, err
+}
+
+func transcript(msgs []inference.Message) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		switch m.Role {
+		case "system":
+			b.WriteString(m.Content)
+			b.WriteString("\n\n")
+		case "assistant":
+			b.WriteString("Assistant: " + m.Content + "\n")
+		case "tool":
+			b.WriteString("Tool: " + m.Content + "\n")
+		default:
+			b.WriteString("User: " + m.Content + "\n")
+		}
+	}
+	b.WriteString("Assistant:")
+	return b.String()
+}
+
+func (s *Server) embedding(w http.ResponseWriter, r *http.Request) {
+	var req inference.EmbeddingRequest
+	if err := decode(r, &req); err != nil {
+		fail(w, err)
+		return
+	}
+	if s.embedder == nil {
+		fail(w, inference.ErrUnsupported)
+		return
+	}
+	resp, err := s.embedder.Embed(req.Input)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
+	var req inference.TokenizeRequest
+	if err := decode(r, &req); err != nil {
+		fail(w, err)
+		return
+	}
+	toks, err := s.model.Tokenize(req.Content, req.AddSpecial, req.ParseSpecial)
+	if err != nil {
+		fail(w, &inference.InvalidError{Param: "input", Message: err.Error()})
+		return
+	}
+	if toks == nil {
+		toks = []int32{}
+	}
+	writeJSON(w, http.StatusOK, inference.TokenizeResponse{Tokens: toks})
+}
+
+func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) {
+	var req inference.DetokenizeRequest
+	if err := decode(r, &req); err != nil {
+		fail(w, err)
+		return
+	}
+	text, err := s.model.Detokenize(req.Tokens, false, false)
+	if err != nil {
+		fail(w, &inference.InvalidError{Param: "tokens", Message: err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, inference.DetokenizeResponse{Content: text})
+}
+
+func (s *Server) applyTemplate(w http.ResponseWriter, r *http.Request) {
+	var req runnerproto.TemplateRequest
+	if err := decode(r, &req); err != nil {
+		fail(w, err)
+		return
+	}
+	text, stops, err := s.format(req.Messages)
+	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, runnerproto.TemplateResponse{Prompt: text, Stop: stops})
+}
+
+func fail(w http.ResponseWriter, err error) {
+	var inv *inference.InvalidError
+	switch {
+	case errors.As(err, &inv):
+		writeErr(w, http.StatusBadRequest, runnerproto.Error{Code: runnerproto.CodeInvalid, Message: inv.Message, Param: inv.Param})
+	case errors.Is(err, ErrQueueFull):
+		writeErr(w, http.StatusServiceUnavailable, runnerproto.Error{Code: runnerproto.CodeOverloaded, Message: err.Error()})
+	case errors.Is(err, inference.ErrUnsupported):
+		writeErr(w, http.StatusBadRequest, runnerproto.Error{Code: runnerproto.CodeUnsupported, Message: err.Error()})
+	default:
+		writeErr(w, http.StatusInternalServerError, runnerproto.Error{Code: runnerproto.CodeInternal, Message: err.Error()})
+	}
+}
+
+func writeErr(w http.ResponseWriter, status int, e runnerproto.Error) {
+	writeJSON(w, status, runnerproto.ErrorBody{Error: e})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+

@@ -1,0 +1,75 @@
+// Package runnerproto defines the wire protocol between the API server and
+// its `sovereign runner` children: loopback HTTP with JSON bodies, and
+// completions streamed as NDJSON lines of inference.Event.
+//
+//	GET  /health          → Health (503 with status "loading" until the model is loaded)
+//	POST /completion      inference.CompletionRequest → NDJSON inference.Event…
+//	POST /embedding       inference.EmbeddingRequest  → inference.EmbeddingResponse
+//	POST /tokenize        inference.TokenizeRequest   → inference.TokenizeResponse
+//	POST /detokenize      inference.DetokenizeRequest → inference.DetokenizeResponse
+//	POST /apply-template  TemplateRequest             → TemplateResponse
+//
+// Every request carries "Authorization: Bearer <token>" with the token the
+// server gave the runner in SOVEREIGN_RUNNER_TOKEN. Errors are ErrorBody.
+package runnerproto
+
+import (
+	"github.com/sovereign-ai/sovereign/internal/inference"
+)
+
+// Runner kinds.
+const (
+	KindGenerate = "generate"
+	KindEmbed    = "embed"
+)
+
+// Health is the runner's state.
+type Health struct {
+	Status       string `json:"status"` // "loading" or "ok"
+	Kind         string `json:"kind,omitempty"`
+	Slots        int    `json:"slots,omitempty"`
+	Active       int    `json:"active"`
+	Waiting      int    `json:"waiting"`
+	CtxPerSlot   int    `json:"ctx_per_slot,omitempty"`
+	CtxTrain     int    `json:"ctx_train,omitempty"`
+	NVocab       int    `json:"n_vocab,omitempty"`
+	NEmbd        int    `json:"n_embd,omitempty"`
+	ChatTemplate bool   `json:"chat_template,omitempty"`
+}
+
+// Error codes.
+const (
+	CodeInvalid     = "invalid_request"
+	CodeOverloaded  = "overloaded"
+	CodeLoading     = "loading"
+	CodeUnsupported = "unsupported"
+	CodeInternal    = "internal"
+)
+
+// Error is a runner error.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Param   string `json:"param,omitempty"`
+}
+
+// ErrorBody wraps Error in a response body.
+type ErrorBody struct {
+	Error Error `json:"error"`
+}
+
+// TemplateRequest asks the runner to format messages with the model's chat template.
+type TemplateRequest struct {
+	Messages []inference.Message `json:"messages"`
+}
+
+// TemplateResponse holds the formatted prompt.
+type TemplateResponse struct {
+	Prompt string   `json:"prompt"`
+	Stop   []string `json:"stop,omitempty"` // stop sequences the format implies
+}
+
+// Environment variables the server sets for a runner.
+const (
+	EnvToken = "SOVEREIGN_RUNNER_TOKEN"
+)
