@@ -38,6 +38,7 @@ const (
 	ModelLoading          Code = "model_loading"
 	ModelFailed           Code = "model_failed"
 	ModelCrashed          Code = "model_crashed"
+	RequestCancelled      Code = "request_cancelled"
 	Internal              Code = "internal_error"
 )
 
@@ -65,6 +66,7 @@ var table = map[Code]entry{
 	ModelLoading:          {503, "server_error"},
 	ModelFailed:           {503, "server_error"},
 	ModelCrashed:          {502, "server_error"},
+	RequestCancelled:      {499, "invalid_request_error"},
 	Internal:              {500, "server_error"},
 }
 
@@ -122,6 +124,8 @@ func From(err error) *Error {
 		return &Error{Code: ModelCrashed, Message: "the model runner stopped while serving this request; retry to restart it", Err: err}
 	case errors.Is(err, inference.ErrUnsupported):
 		return &Error{Code: InvalidRequest, Param: "model", Message: err.Error(), Err: err}
+	case errors.Is(err, context.Canceled):
+		return &Error{Code: RequestCancelled, Message: "the request was cancelled by the client", Err: err}
 	case errors.Is(err, context.DeadlineExceeded):
 		return &Error{Code: ModelOverloaded, Message: "the request timed out waiting for the model", RetryAfter: time.Second, Err: err}
 	}

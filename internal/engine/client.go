@@ -31,7 +31,7 @@ func (m *Manager) Complete(ctx context.Context, req inference.CompletionRequest)
 		return nil, err
 	}
 	rd := bufio.NewReaderSize(resp.Body, 64<<10)
-	return &stream{m: m, p: p, body: resp.Body, rd: rd}, nil
+	return &stream{m: m, p: p, ctx: ctx, body: resp.Body, rd: rd}, nil
 }
 
 // Embed computes embeddings on the model's runner.
@@ -129,6 +129,7 @@ func (m *Manager) crashed(p *proc, err error) error {
 type stream struct {
 	m    *Manager
 	p    *proc
+	ctx  context.Context
 	body io.ReadCloser
 	rd   *bufio.Reader
 	done bool
@@ -144,6 +145,9 @@ func (s *stream) Recv() (inference.Event, error) {
 	line, err := s.rd.ReadBytes('\n')
 	if err != nil {
 		s.done = true
+		if s.ctx.Err() != nil {
+			return inference.Event{}, s.ctx.Err()
+		}
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}

@@ -88,6 +88,7 @@ type Manager struct {
 }
 
 type failure struct {
+	err    error
 	reason string
 	at     time.Time
 	mtime  time.Time
@@ -219,7 +220,7 @@ func (m *Manager) acquire(ctx context.Context, id string) (*proc, error) {
 		if !ok {
 			if f, bad := m.failed[id]; bad && m.failureStillValid(f, path) {
 				m.mu.Unlock()
-				return nil, fmt.Errorf("%w: %s", inference.ErrModelFailed, f.reason)
+				return nil, f.err
 			}
 			if err := m.makeRoomLocked(id); err != nil {
 				m.mu.Unlock()
@@ -345,7 +346,10 @@ func (m *Manager) exited(p *proc, wasReady bool, err error) {
 		reason = err.Error()
 	}
 	if !wasReady {
-		f := failure{reason: reason, at: m.cfg.Now()}
+		f := failure{err: err, reason: reason, at: m.cfg.Now()}
+		if f.err == nil {
+			f.err = fmt.Errorf("%w: model %q: %s", inference.ErrModelFailed, p.id, reason)
+		}
 		if st, e := os.Stat(p.path); e == nil {
 			f.mtime, f.size = st.ModTime(), st.Size()
 		}

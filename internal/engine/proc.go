@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/runnerproto"
 )
 
@@ -185,7 +186,7 @@ func (p *proc) loadFailure(err error) error {
 	if killed {
 		return errRunnerGone
 	}
-	return fmt.Errorf("model %q (%s) failed to load: %s", p.id, p.path, p.describeExit(err))
+	return fmt.Errorf("%w: model %q (%s): %s", inference.ErrModelFailed, p.id, p.path, p.describeExit(err))
 }
 
 // describeExit explains a runner's end with its last stderr lines.

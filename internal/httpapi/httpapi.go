@@ -100,7 +100,10 @@ func (s *Server) handle(h handlerFunc) http.Handler {
 			return
 		}
 		e := apierr.Write(rw, err)
-		if e.Status() >= 500 {
+		switch {
+		case e.Status() == http.StatusServiceUnavailable:
+			s.Log.Warn("request refused", "path", r.URL.Path, "code", e.Code, "err", e.Err)
+		case e.Status() >= 500:
 			s.Log.Error("request failed", "path", r.URL.Path, "code", e.Code, "err", e.Err)
 		}
 	})

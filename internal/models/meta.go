@@ -1,0 +1,62 @@
+package models
+
+import (
+	"strings"
+
+	"github.com/sovereign-ai/sovereign/internal/gguf"
+)
+
+// Pooling types as stored in <arch>.pooling_type (enum llama_pooling_type).
+const (
+	poolingNone = 0
+	poolingRank = 4
+)
+
+// encoderArchs are GGUF architectures of encoder-only models, which serve
+// embeddings and cannot generate text.
+var encoderArchs = map[string]bool{
+	"bert":           true,
+	"nomic-bert":     true,
+	"nomic-bert-moe": true,
+	"neo-bert":       true,
+	"modern-bert":    true,
+	"t5encoder":      true,
+}
+
+// readMeta reads the GGUF at p in full and fills the manifest fields that
+// come from the file. Its error is the GGUF reader's, which names the file.
+func readMeta(p string) (Manifest, error) {
+	f, err := gguf.Open(p)
+	if err != nil {
+		return Manifest{}, err
+	}
+	arch := f.Arch()
+	m := Manifest{
+		Family:        arch,
+		ContextLength: f.ContextLength(),
+		Parameters:    f.ParameterCount(),
+		Quantization:  f.FileType(),
+		ChatTemplate:  f.ChatTemplate(),
+	}
+	m.HasChatTemplate = m.ChatTemplate != ""
+	m.EmbeddingLength, _ = f.Uint(arch + ".embedding_length")
+	pooling, hasPooling := f.Uint(arch + ".pooling_type")
+	m.Capabilities = capabilities(arch, pooling, hasPooling)
+	return m, nil
+}
+
+// capabilities decides what a model serves from its architecture and
+// pooling type: rank pooling means a reranker, an encoder architecture or
+// any other pooling means an embedding model, and everything else is a
+// causal language model serving chat and completions.
+func capabilities(arch string, pooling uint64, hasPooling bool) []string {
+	switch {
+	case hasPooling && pooling == poolingRank:
+		return []string{CapRerank}
+	case encoderArchs[arch] || strings.HasPrefix(arch, "jina-bert"),
+		hasPooling && pooling != poolingNone:
+		return []string{CapEmbeddings}
+	default:
+		return []string{CapChat, CapCompletions}
+	}
+}

@@ -1,0 +1,80 @@
+// Package testutil helps tests find the sovereign binary and the default
+// models. It is imported only by tests.
+package testutil
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+)
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// RepoRoot is the repository's top directory.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// Binary returns the path of the sovereign binary: $SOVEREIGN_BIN (set by
+// `make test`), or one built once per test process with the same cgo flags
+// as the Makefile.
+func Binary(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("SOVEREIGN_BIN"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("SOVEREIGN_BIN=%s: %v (run `make build`)", p, err)
+		}
+		return p
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "sovereign-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		root := RepoRoot()
+		out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/ollama/ollama").Output()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		od := strings.TrimSpace(string(out))
+		bin := filepath.Join(dir, "sovereign")
+		cmd := exec.Command("go", "build", "-o", bin, "./cmd/sovereign")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1",
+			"CGO_CPPFLAGS=-I"+od+"/llama/llama.cpp/include -I"+od+"/ml/backend/ggml/ggml/include",
+			"CGO_CFLAGS=-O3 -march=native", "CGO_CXXFLAGS=-O3 -march=native")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			buildErr = &buildError{err: err, out: string(b)}
+			return
+		}
+		builtBin = bin
+	})
+	if buildErr != nil {
+		t.Fatalf("building sovereign: %v", buildErr)
+	}
+	return builtBin
+}
+
+type buildError struct {
+	err error
+	out string
+}
+
+func (e *buildError) Error() string {
+	out := e.out
+	if len(out) > 4000 {
+		out = out[len(out)-4000:]
+	}
+	return e.err.Error() + "\n" + out
+}
