@@ -108,7 +108,7 @@ func (m *Manager) post(ctx context.Context, p *proc, path string, in any) (*http
 	case runnerproto.CodeLoading:
 		return nil, &inference.LoadingError{Model: p.id, RetryAfter: time.Second}
 	case runnerproto.CodeUnsupported:
-		return nil, fmt.Errorf("%w: model %s: %s", inference.ErrUnsupported, p.id, eb.Error.Message)
+		return nil, &inference.InvalidError{Param: "model", Message: fmt.Sprintf("model %s: %s", p.id, eb.Error.Message)}
 	default:
 		return nil, fmt.Errorf("runner for %s: %s", p.id, eb.Error.Message)
 	}

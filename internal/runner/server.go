@@ -83,7 +83,7 @@ func (s *Server) load() error {
 		return err
 	}
 	s.model = m
-	if m.HasDecoder() {
+	if !isEmbeddingModel(m) {
 		s.engine, err = NewEngine(m, s.cfg.Engine, s.cfg.Log)
 		s.template = m.ChatTemplate()
 	} else {
@@ -94,6 +94,20 @@ func (s *Server) load() error {
 		return err
 	}
 	return nil
+}
+
+// encoderArchs are architectures llama.cpp runs as embedding encoders.
+var encoderArchs = map[string]bool{"bert": true, "nomic-bert": true, "nomic-bert-moe": true, "jina-bert-v2": true, "jina-bert-v3": true, "neo-bert": true, "modern-bert": true, "t5encoder": true}
+
+// isEmbeddingModel reports whether m produces pooled embeddings rather than
+// text: an encoder architecture, or a GGUF declaring a pooling type.
+func isEmbeddingModel(m *llamacpp.Model) bool {
+	arch, _ := m.Meta("general.architecture")
+	if encoderArchs[arch] {
+		return true
+	}
+	p, ok := m.Meta(arch + ".pooling_type")
+	return ok && p != "0"
 }
 
 func (s *Server) close() {
@@ -170,7 +184,7 @@ func (s *Server) completion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.engine == nil {
-		fail(w, inference.ErrUnsupported)
+		fail(w, fmt.Errorf("%w: it is an embedding model and does not generate text", inference.ErrUnsupported))
 		return
 	}
 	prompt, err := s.promptTokens(&req)
@@ -283,7 +297,7 @@ func (s *Server) embedding(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.embedder == nil {
-		fail(w, inference.ErrUnsupported)
+		fail(w, fmt.Errorf("%w: it generates text and does not produce embeddings", inference.ErrUnsupported))
 		return
 	}
 	resp, err := s.embedder.Embed(req.Input)

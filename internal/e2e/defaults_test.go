@@ -1,0 +1,93 @@
+package e2e
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"context"
+	"encoding/json"
+
+	"github.com/sovereign-ai/sovereign/internal/engine"
+	"github.com/sovereign-ai/sovereign/internal/models"
+	"github.com/sovereign-ai/sovereign/internal/testutil"
+)
+
+// defaultStore opens the models directory holding the default models
+// ($SOVEREIGN_TEST_MODELS_DIR, set by `make test`, else ./data/models),
+// pulling any that are missing.
+func defaultStore(t *testing.T) *models.Store {
+	t.Helper()
+	dir := os.Getenv("SOVEREIGN_TEST_MODELS_DIR")
+	if dir == "" {
+		dir = filepath.Join(testutil.RepoRoot(), "data", "models")
+	}
+	store, err := models.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := models.EnsureDefaults(context.Background(), store, os.Stderr); err != nil {
+		t.Fatalf("fetching the default models: %v", err)
+	}
+	return store
+}
+
+func TestDefaultChatModelKnowsTheCapitalOfFrance(t *testing.T) {
+	e := newEnv(t, defaultStore(t), engine.Config{CtxPerSlot: 2048})
+	out, resp := e.chat("gemma3-270m", "What is the capital of France?", map[string]any{"max_tokens": 32})
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %+v", resp.StatusCode, readError(t, resp))
+	}
+	answer := out.Choices[0].Message.Content
+	t.Logf("answer: %q", answer)
+	if !strings.Contains(answer, "Paris") {
+		t.Fatalf("answer %q does not mention Paris", answer)
+	}
+}
+
+func TestDefaultEmbeddingModelRanksKittenNearCat(t *testing.T) {
+	e := newEnv(t, defaultStore(t), engine.Config{})
+	resp := e.post(context.Background(), "/v1/embeddings", map[string]any{"model": "all-minilm-l6-v2", "input": []string{"kitten", "cat", "car"}})
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d: %+v", resp.StatusCode, readError(t, resp))
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Data []struct {
+			Index     int       `json:"index"`
+			Embedding []float64 `json:"embedding"`
+		} `json:"data"`
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Data) != 3 || len(out.Data[0].Embedding) != 384 || out.Usage.PromptTokens == 0 {
+		t.Fatalf("unexpected response shape: %d items, dim %d", len(out.Data), len(out.Data[0].Embedding))
+	}
+	for _, d := range out.Data {
+		var n float64
+		for _, x := range d.Embedding {
+			n += x * x
+		}
+		if math.Abs(math.Sqrt(n)-1) > 1e-3 {
+			t.Fatalf("embedding %d has norm %f, want 1", d.Index, math.Sqrt(n))
+		}
+	}
+	cos := func(a, b []float64) float64 {
+		var s float64
+		for i := range a {
+			s += a[i] * b[i]
+		}
+		return s
+	}
+	kc, kr := cos(out.Data[0].Embedding, out.Data[1].Embedding), cos(out.Data[0].Embedding, out.Data[2].Embedding)
+	t.Logf("cos(kitten,cat)=%.3f cos(kitten,car)=%.3f", kc, kr)
+	if kc <= kr {
+		t.Fatalf("kitten is not closer to cat (%.3f) than to car (%.3f)", kc, kr)
+	}
+}
