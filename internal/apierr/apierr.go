@@ -97,7 +97,9 @@ func (e *Error) Status() int {
 func New(code Code, msg string) *Error { return &Error{Code: code, Message: msg} }
 
 // Invalid returns a 400 naming the offending parameter.
-func Invalid(param, msg string) *Error { return &Error{Code: InvalidRequest, Param: param, Message: msg} }
+func Invalid(param, msg string) *Error {
+	return &Error{Code: InvalidRequest, Param: param, Message: msg}
+}
 
 // From classifies any error: API errors pass through, inference errors map
 // to their codes, anything else is an internal error whose detail is hidden.
