@@ -41,7 +41,7 @@ func decodeError(err error) error {
 	var maxErr *http.MaxBytesError
 	switch {
 	case errors.As(err, &te):
-		field := te.Field
+		field := strings.TrimPrefix(te.Field, "Sampling.")
 		if field == "" {
 			return apierr.New(apierr.InvalidJSON, "the request body must be a JSON object")
 		}
