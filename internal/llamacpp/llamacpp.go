@@ -47,7 +47,39 @@ typedef struct {
 	struct llama_sampler *grammar;
 	llama_token_data *buf;
 	int n_vocab;
+	// greedy_fast: the chain is logit bias + greedy only, so the pick is an
+	// argmax over the biased logits and needs no candidate array.
+	int greedy_fast;
+	llama_logit_bias *bias;
+	int n_bias;
 } sov_sampler;
+
+static llama_token sov_argmax(sov_sampler *s, const float *logits) {
+	int best = 0;
+	float bv = -INFINITY;
+	for (int i = 0; i < s->n_vocab; i++) {
+		if (logits[i] > bv) { bv = logits[i]; best = i; }
+	}
+	if (s->n_bias == 0) return best;
+	// Biased tokens may overtake the best or be pushed below it.
+	int biased_best = 0;
+	for (int k = 0; k < s->n_bias; k++) if (s->bias[k].token == best) biased_best = 1;
+	if (biased_best) {
+		// The unbiased best was itself biased: rescan with biases applied.
+		bv = -INFINITY;
+		for (int i = 0; i < s->n_vocab; i++) {
+			float v = logits[i];
+			for (int k = 0; k < s->n_bias; k++) if (s->bias[k].token == i) v += s->bias[k].bias;
+			if (v > bv) { bv = v; best = i; }
+		}
+		return best;
+	}
+	for (int k = 0; k < s->n_bias; k++) {
+		float v = logits[s->bias[k].token] + s->bias[k].bias;
+		if (v > bv || (v == bv && s->bias[k].token < best)) { bv = v; best = s->bias[k].token; }
+	}
+	return best;
+}
 
 static void sov_fill(sov_sampler *s, const float *logits, llama_token_data_array *arr) {
 	for (int i = 0; i < s->n_vocab; i++) {
@@ -64,6 +96,11 @@ static void sov_fill(sov_sampler *s, const float *logits, llama_token_data_array
 static llama_token sov_sample(sov_sampler *s, struct llama_context *ctx, int idx) {
 	const float *logits = llama_get_logits_ith(ctx, idx);
 	if (logits == NULL) return -1;
+	if (s->greedy_fast && s->grammar == NULL) {
+		llama_token tok = sov_argmax(s, logits);
+		llama_sampler_accept(s->chain, tok);
+		return tok;
+	}
 	llama_token_data_array arr;
 	sov_fill(s, logits, &arr);
 	llama_sampler_apply(s->chain, &arr);
@@ -596,7 +633,8 @@ func NewSampler(m *Model, p SamplerParams) (*Sampler, error) {
 		}
 		add(C.llama_sampler_init_logit_bias(C.int32_t(m.NVocab()), C.int32_t(len(lb)), &lb[0]))
 	}
-	if p.RepeatPenalty != 0 && p.RepeatPenalty != 1 || p.FrequencyPenalty != 0 || p.PresencePenalty != 0 {
+	penalties := p.RepeatPenalty != 0 && p.RepeatPenalty != 1 || p.FrequencyPenalty != 0 || p.PresencePenalty != 0
+	if penalties {
 		last := p.RepeatLastN
 		if last == 0 {
 			last = 64
@@ -624,6 +662,19 @@ func NewSampler(m *Model, p SamplerParams) (*Sampler, error) {
 	}
 	s := (*C.sov_sampler)(C.calloc(1, C.size_t(unsafe.Sizeof(C.sov_sampler{}))))
 	s.chain = chain
+	if p.Temperature <= 0 && !penalties {
+		s.greedy_fast = 1
+		if len(p.LogitBias) > 0 {
+			s.bias = (*C.llama_logit_bias)(C.malloc(C.size_t(len(p.LogitBias)) * C.size_t(unsafe.Sizeof(C.llama_logit_bias{}))))
+			bs := unsafe.Slice(s.bias, len(p.LogitBias))
+			i := 0
+			for t, b := range p.LogitBias {
+				bs[i] = C.llama_logit_bias{token: C.llama_token(t), bias: C.float(b)}
+				i++
+			}
+			s.n_bias = C.int(len(p.LogitBias))
+		}
+	}
 	s.n_vocab = C.int(m.NVocab())
 	s.buf = (*C.llama_token_data)(C.malloc(C.size_t(m.NVocab()) * C.size_t(unsafe.Sizeof(C.llama_token_data{}))))
 	if strings.TrimSpace(p.Grammar) != "" {
@@ -667,6 +718,9 @@ func (s *Sampler) Free() {
 		C.llama_sampler_free(s.s.grammar)
 	}
 	C.free(unsafe.Pointer(s.s.buf))
+	if s.s.bias != nil {
+		C.free(unsafe.Pointer(s.s.bias))
+	}
 	C.free(unsafe.Pointer(s.s))
 	s.s = nil
 }

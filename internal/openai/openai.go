@@ -382,9 +382,6 @@ func (s *Sampling) apply(out *inference.CompletionRequest, max *int) error {
 			if v < -100 || v > 100 {
 				return apierr.Invalid("logit_bias", "logit_bias values must be between -100 and 100")
 			}
-			if v <= -100 {
-				v = float32(math.Inf(-1))
-			}
 			out.LogitBias[int32(id)] = v
 		}
 	}

@@ -71,7 +71,7 @@ func TestChatRequestTranslation(t *testing.T) {
 	if r.MaxTokens != 7 || r.Temperature != 0 || r.Seed == nil || len(r.Stop) != 1 || r.Stop[0] != "END" {
 		t.Fatalf("request %+v", r)
 	}
-	if r.LogitBias[5] != 2 || r.LogitBias[12] > -1e30 || !r.Logprobs || r.TopLogprobs != 2 || r.Grammar == "" {
+	if r.LogitBias[5] != 2 || r.LogitBias[12] != -100 || !r.Logprobs || r.TopLogprobs != 2 || r.Grammar == "" {
 		t.Fatalf("request %+v", r)
 	}
 	d, _ := decodeChat(`{"model":"m","messages":[{"role":"user","content":"x"}]}`)

@@ -281,6 +281,29 @@ func TestLogprobs(t *testing.T) {
 	}
 }
 
+func TestLogitBiasBansAndForcesTokens(t *testing.T) {
+	tr := sharedRunner(t)
+	req := greedy("The quick brown fox", 4)
+	req.Logprobs = true
+	req.TopLogprobs = 3
+	base := tr.complete(t, req)
+	first := base.lps[0].ID
+	req.LogitBias = map[int32]float32{first: -100}
+	banned := tr.complete(t, req)
+	if banned.lps[0].ID == first {
+		t.Fatalf("token %d still chosen with bias -100", first)
+	}
+	forced := base.lps[0].Top[len(base.lps[0].Top)-1].ID
+	req.TopLogprobs = 0
+	req.LogitBias = map[int32]float32{forced: 100}
+	got := tr.complete(t, req)
+	for i, lp := range got.lps {
+		if lp.ID != forced {
+			t.Fatalf("token %d is %d, want the forced %d", i, lp.ID, forced)
+		}
+	}
+}
+
 func TestGrammarConstrainsOutputToSchema(t *testing.T) {
 	tr := sharedRunner(t)
 	schema := `{"type":"object","properties":{"name":{"type":"string","maxLength":8},"ok":{"type":"boolean"},"tags":{"type":"array","items":{"type":"string","enum":["a","b"]},"maxItems":3}},"required":["name","ok","tags"],"additionalProperties":false}`
