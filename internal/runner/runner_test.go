@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -434,5 +435,31 @@ func TestRunnerRejectsBadToken(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("bad runner token got %d", resp.StatusCode)
+	}
+}
+
+// TestGoldenGrammarsParseInLlamaCpp loads every grammar internal/grammar's
+// golden files hold into llama.cpp's grammar sampler, so a grammar llama.cpp
+// rejects cannot pass the grammar package's own tests.
+func TestGoldenGrammarsParseInLlamaCpp(t *testing.T) {
+	tr := sharedRunner(t)
+	files, err := filepath.Glob("../grammar/testdata/*.gbnf")
+	if err != nil || len(files) < 5 {
+		t.Fatalf("golden grammars not found: %v %v", files, err)
+	}
+	for _, f := range files {
+		g, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := tr.post(context.Background(), "/completion", inference.CompletionRequest{Prompt: "x", MaxTokens: 1, Grammar: string(g)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("%s: llama.cpp rejected the grammar (status %d)", filepath.Base(f), resp.StatusCode)
+		}
 	}
 }
