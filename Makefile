@@ -53,7 +53,7 @@ test-go:
 		$(CGO_ENV) $(GO) test -count=1 -timeout 20m ./... 2> >(grep -v -E 'warning:|note:|In function|inlined from|^ +\||~~~|^\s*[0-9]+ \||^# github.com/ollama' >&2)
 
 bench: models
-	@bash bench/engine/run.sh
+	@SOVEREIGN_MODELS_DIR="$(MODELS_DIR)" bash bench/engine/run.sh
 
 fmt:
 	@gofmt -l -w $$(git ls-files '*.go')
