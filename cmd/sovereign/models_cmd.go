@@ -124,7 +124,7 @@ func modelsCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprintln(tw, "ID\tFAMILY\tCAPABILITIES\tQUANT\tPARAMS\tCTX\tSIZE")
 		for _, m := range ms {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", m.ID, orDash(m.Family), strings.Join(m.Capabilities, ","),
-				orDash(m.Quantization), formatCount(m.Parameters), m.ContextLength, formatSize(m.Size))
+				orDash(m.Quantization), formatCount(m.Parameters), m.ContextLength, models.FormatBytes(m.Size))
 		}
 		return tw.Flush()
 
@@ -227,7 +227,7 @@ func helpOK(err error) error {
 func describe(m models.Manifest) string {
 	return fmt.Sprintf("%s (%s, %s, %s, %s params, context %d, %s)\n  sha256 %s\n  source %s",
 		m.ID, orDash(m.Family), strings.Join(m.Capabilities, "+"), orDash(m.Quantization),
-		formatCount(m.Parameters), m.ContextLength, formatSize(m.Size), m.SHA256, m.Source)
+		formatCount(m.Parameters), m.ContextLength, models.FormatBytes(m.Size), m.SHA256, m.Source)
 }
 
 // printNext tells the person what to do with the models they now have.
@@ -278,17 +278,4 @@ func formatCount(n uint64) string {
 		return fmt.Sprintf("%.1fK", float64(n)/1e3)
 	}
 	return fmt.Sprint(n)
-}
-
-// formatSize renders a byte count with a decimal unit.
-func formatSize(n int64) string {
-	switch {
-	case n >= 1e9:
-		return fmt.Sprintf("%.2f GB", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
-	}
-	return fmt.Sprintf("%d B", n)
 }

@@ -123,9 +123,9 @@ func (p *Progress) line() string {
 			fill := int(pct / 100 * width)
 			b.WriteString("[" + strings.Repeat("=", fill) + strings.Repeat(" ", width-fill) + "] ")
 		}
-		fmt.Fprintf(&b, "%s / %s  %5.1f%%", formatBytes(p.done), formatBytes(p.total), pct)
+		fmt.Fprintf(&b, "%s / %s  %5.1f%%", FormatBytes(p.done), FormatBytes(p.total), pct)
 	} else {
-		b.WriteString(formatBytes(p.done))
+		b.WriteString(FormatBytes(p.done))
 	}
 	fmt.Fprintf(&b, "  %.1f MB/s", rate)
 	return b.String()
@@ -143,8 +143,8 @@ func (p *Progress) draw(final bool) {
 	}
 }
 
-// formatBytes renders n with a decimal unit (B, kB, MB, GB).
-func formatBytes(n int64) string {
+// FormatBytes renders n with a decimal unit (B, kB, MB, GB).
+func FormatBytes(n int64) string {
 	switch {
 	case n >= 1e9:
 		return fmt.Sprintf("%.2f GB", float64(n)/1e9)

@@ -52,7 +52,7 @@ func Binary(t testing.TB) string {
 		cmd := exec.Command("go", "build", "-o", bin, "./cmd/sovereign")
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=1",
-			"CGO_CPPFLAGS=-I"+od+"/llama/llama.cpp/include -I"+od+"/ml/backend/ggml/ggml/include",
+			"CGO_CPPFLAGS=-DGGML_USE_CPU_REPACK -I"+od+"/llama/llama.cpp/include -I"+od+"/ml/backend/ggml/ggml/include",
 			"CGO_CFLAGS=-O3 -march=native", "CGO_CXXFLAGS=-O3 -march=native")
 		if b, err := cmd.CombinedOutput(); err != nil {
 			buildErr = &buildError{err: err, out: string(b)}
