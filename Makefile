@@ -25,7 +25,7 @@ CGO_ENV    = CGO_ENABLED=1 \
 	CGO_CFLAGS="-O3 -march=$(MARCH)" CGO_CXXFLAGS="-O3 -march=$(MARCH)"
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run models test test-go bench fmt vet clean deps
+.PHONY: all build run models test test-go test-sdk bench fmt vet clean deps
 
 all: build
 
@@ -46,15 +46,28 @@ models: build
 run: models
 	@SOVEREIGN_DATA_DIR="$(DATA_DIR)" SOVEREIGN_MODELS_DIR="$(MODELS_DIR)" $(BIN) serve
 
+# make test: Go suites (SQLite and a throwaway PostgreSQL started from
+# Debian's packages on a loopback port), then the official openai SDKs for
+# Python and Node against a live server.
 test: models
 	@$(MAKE) --no-print-directory test-go
+	@$(MAKE) --no-print-directory test-sdk
+
+PG_DIR ?= /tmp/sovereign-pgtest-$(shell echo "$(CURDIR)" | md5sum | cut -c1-8)
 
 test-go:
 	@echo ">> go vet"
 	@$(CGO_ENV) $(GO) vet ./... 2> >(grep -v -E 'warning:|note:|In function|inlined from|^ +\||~~~|^\s*[0-9]+ \||^# github.com/ollama' >&2)
-	@echo ">> go test"
-	@SOVEREIGN_BIN="$(CURDIR)/$(BIN)" SOVEREIGN_TEST_MODELS_DIR="$(MODELS_DIR)" \
+	@echo ">> starting PostgreSQL for the store suite"
+	@eval "$$(bash scripts/postgres-test.sh start "$(PG_DIR)")"; \
+	trap 'bash scripts/postgres-test.sh stop "$(PG_DIR)" >/dev/null 2>&1' EXIT; \
+	echo ">> go test"; \
+	SOVEREIGN_BIN="$(CURDIR)/$(BIN)" SOVEREIGN_TEST_MODELS_DIR="$(MODELS_DIR)" \
 		$(CGO_ENV) $(GO) test -count=1 -timeout 20m ./... 2> >(grep -v -E 'warning:|note:|In function|inlined from|^ +\||~~~|^\s*[0-9]+ \||^# github.com/ollama' >&2)
+
+test-sdk:
+	@echo ">> openai SDKs (Python, Node) against a live server"
+	@SOVEREIGN_BIN="$(CURDIR)/$(BIN)" SOVEREIGN_MODELS_DIR="$(MODELS_DIR)" bash scripts/sdk-test.sh
 
 bench: models
 	@SOVEREIGN_MODELS_DIR="$(MODELS_DIR)" bash bench/engine/run.sh

@@ -14,6 +14,7 @@ const usage = `usage: sovereign <command> [flags]
 commands:
   serve     run the API server
   models    pull, import, list and remove models
+  keys      create, list, revoke and rotate API keys
   runner    serve one model (started by the server; not for direct use)
   version   print the version
 `
@@ -30,6 +31,8 @@ func main() {
 	switch os.Args[1] {
 	case "serve":
 		err = serveCommand(os.Args[2:])
+	case "keys":
+		err = keysCommand(context.Background(), os.Args[2:], os.Stdout, os.Stderr)
 	case "runner":
 		err = runnerCommand(os.Args[2:], os.Stdout)
 	case "models":

@@ -5,43 +5,25 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/auth"
+	"github.com/sovereign-ai/sovereign/internal/config"
 	"github.com/sovereign-ai/sovereign/internal/engine"
 	"github.com/sovereign-ai/sovereign/internal/events"
 	"github.com/sovereign-ai/sovereign/internal/httpapi"
 	"github.com/sovereign-ai/sovereign/internal/inference"
+	"github.com/sovereign-ai/sovereign/internal/metrics"
 	"github.com/sovereign-ai/sovereign/internal/models"
+	"github.com/sovereign-ai/sovereign/internal/store"
 )
-
-func env(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
-}
-
-func envInt(key string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(key)); err == nil {
-		return v
-	}
-	return def
-}
-
-func envDuration(key string, def time.Duration) time.Duration {
-	if v, err := time.ParseDuration(os.Getenv(key)); err == nil {
-		return v
-	}
-	return def
-}
 
 // storeCatalog adapts the model store to the engine's Catalog.
 type storeCatalog struct{ store *models.Store }
@@ -56,62 +38,122 @@ func (c storeCatalog) ModelPath(id string) (string, error) {
 	return c.store.Path(id), nil
 }
 
+func newLogger(level string, w io.Writer) *slog.Logger {
+	var l slog.Level
+	l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// openKeys opens the database and the key service.
+func openKeys(ctx context.Context, cfg config.Config, log *slog.Logger) (store.Store, *auth.Service, error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, nil, err
+	}
+	st, err := store.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening the database %s: %w", store.Redact(cfg.DatabaseURL), err)
+	}
+	svc := auth.NewService(st)
+	svc.Logger = log
+	return st, svc, nil
+}
+
 // serveCommand implements `sovereign serve`.
 func serveCommand(args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	dataDir := env("SOVEREIGN_DATA_DIR", "./data")
-	addr := fs.String("addr", env("SOVEREIGN_ADDR", "127.0.0.1:8080"), "listen address (SOVEREIGN_ADDR)")
-	modelsDir := fs.String("models-dir", env("SOVEREIGN_MODELS_DIR", filepath.Join(dataDir, "models")), "models directory (SOVEREIGN_MODELS_DIR)")
-	slots := fs.Int("slots", envInt("SOVEREIGN_SLOTS", 4), "parallel sequences per model (SOVEREIGN_SLOTS)")
-	ctxSize := fs.Int("ctx", envInt("SOVEREIGN_CTX", 4096), "context tokens per sequence (SOVEREIGN_CTX)")
-	threads := fs.Int("threads", envInt("SOVEREIGN_THREADS", 0), "CPU threads per model, 0 = one per core (SOVEREIGN_THREADS)")
-	maxQueue := fs.Int("max-queue", envInt("SOVEREIGN_MAX_QUEUE", 16), "requests waiting per model beyond its slots before 503 (SOVEREIGN_MAX_QUEUE)")
-	keepAlive := fs.Duration("keep-alive", envDuration("SOVEREIGN_KEEP_ALIVE", 5*time.Minute), "unload a model after this long idle, <0 never (SOVEREIGN_KEEP_ALIVE)")
-	maxLoaded := fs.Int("max-loaded", envInt("SOVEREIGN_MAX_LOADED", 2), "most models loaded at once (SOVEREIGN_MAX_LOADED)")
-	if err := fs.Parse(args); err != nil {
+	cfg, err := config.Load(args, os.Getenv, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil
+	}
+	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	store, err := models.Open(*modelsDir)
+	log := newLogger(cfg.LogLevel, os.Stderr)
+	slog.SetDefault(log)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	db, keys, err := openKeys(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	secret, created, err := keys.Bootstrap(ctx, cfg.BootstrapKey)
+	if err != nil {
+		return err
+	}
+	modelStore, err := models.Open(cfg.ModelsDir)
 	if err != nil {
 		return err
 	}
 	bus := events.NewBus()
 	mgr := engine.New(engine.Config{
-		Catalog: storeCatalog{store}, Slots: *slots, CtxPerSlot: *ctxSize, Threads: *threads,
-		MaxQueue: *maxQueue, KeepAlive: *keepAlive, MaxLoaded: *maxLoaded, Events: bus, Log: log,
+		Catalog: storeCatalog{modelStore}, Slots: cfg.Slots, CtxPerSlot: cfg.CtxPerSlot, Threads: cfg.Threads,
+		MaxQueue: cfg.MaxQueue, KeepAlive: cfg.KeepAlive, MaxLoaded: cfg.MaxLoaded, Events: bus, Log: log,
 	})
 	defer mgr.Close()
-	api := &httpapi.Server{Backend: mgr, Models: store, Status: mgr.Status, Log: log}
+	met := metrics.New(func() []metrics.ModelState {
+		var out []metrics.ModelState
+		for _, s := range mgr.Status() {
+			out = append(out, metrics.ModelState{ID: s.ID, State: s.State, Inflight: s.Inflight})
+		}
+		return out
+	})
+	shuttingDown := make(chan struct{})
+	api := &httpapi.Server{
+		Backend: mgr, Models: modelStore, Status: mgr.Status, Log: log,
+		Auth: keys, Keys: keys, Metrics: met, MaxBody: cfg.MaxBodyBytes,
+		Ready: func(ctx context.Context) error {
+			select {
+			case <-shuttingDown:
+				return errors.New("shutting down")
+			default:
+			}
+			return db.Ping(ctx)
+		},
+	}
 
-	ln, err := net.Listen("tcp", *addr)
+	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{
 		Handler:           api.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		IdleTimeout:       120 * time.Second,
+		ReadTimeout:       2 * time.Minute, // reading the request only; streams are written without a deadline
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	list, _ := store.List()
-	fmt.Fprintf(os.Stderr, "Sovereign is listening on http://%s (OpenAI base URL: http://%s/v1)\n", ln.Addr(), ln.Addr())
-	fmt.Fprintf(os.Stderr, "Models in %s: %d installed", *modelsDir, len(list))
+	scheme := "http"
+	if cfg.TLS() {
+		scheme = "https"
+		go func() { errc <- srv.ServeTLS(ln, cfg.TLSCert, cfg.TLSKey) }()
+	} else {
+		go func() { errc <- srv.Serve(ln) }()
+	}
+	list, _ := modelStore.List()
+	fmt.Fprintf(os.Stderr, "Sovereign is listening on %s://%s (OpenAI base URL: %s://%s/v1)\n", scheme, ln.Addr(), scheme, ln.Addr())
+	fmt.Fprintf(os.Stderr, "Database: %s. Models in %s: %d installed", store.Redact(cfg.DatabaseURL), cfg.ModelsDir, len(list))
 	for _, m := range list {
 		fmt.Fprintf(os.Stderr, " %s", m.ID)
 	}
 	fmt.Fprintln(os.Stderr)
+	switch {
+	case created && cfg.BootstrapKey == "":
+		fmt.Fprintf(os.Stderr, "\nAdmin API key (shown once; store it now):\n\n    %s\n\nUse it as: Authorization: Bearer <key>. Create more with `sovereign keys create`.\n\n", secret)
+	case created:
+		fmt.Fprintln(os.Stderr, "Admin API key created from SOVEREIGN_BOOTSTRAP_KEY.")
+	default:
+		fmt.Fprintln(os.Stderr, "API keys: use an existing key; `sovereign keys create --scopes admin` makes a new admin key.")
+	}
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: finishing in-flight requests")
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	close(shuttingDown)
+	log.Info("shutting down: finishing in-flight requests and streams", "timeout", cfg.ShutdownTimeout.String())
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	return srv.Shutdown(sctx)
 }

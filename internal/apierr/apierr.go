@@ -31,6 +31,7 @@ const (
 	ModelNotFound         Code = "model_not_found"
 	UnsupportedAPIVersion Code = "unsupported_api_version"
 	MethodNotAllowed      Code = "method_not_allowed"
+	Conflict              Code = "conflict"
 	BodyTooLarge          Code = "request_too_large"
 	RateLimitExceeded     Code = "rate_limit_exceeded"
 	QuotaExceeded         Code = "quota_exceeded"
@@ -59,6 +60,7 @@ var table = map[Code]entry{
 	ModelNotFound:         {404, "invalid_request_error"},
 	UnsupportedAPIVersion: {404, "invalid_request_error"},
 	MethodNotAllowed:      {405, "invalid_request_error"},
+	Conflict:              {409, "invalid_request_error"},
 	BodyTooLarge:          {413, "invalid_request_error"},
 	RateLimitExceeded:     {429, "rate_limit_error"},
 	QuotaExceeded:         {429, "insufficient_quota"},

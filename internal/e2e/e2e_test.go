@@ -20,12 +20,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/engine"
 	"github.com/sovereign-ai/sovereign/internal/events"
 	"github.com/sovereign-ai/sovereign/internal/gguf/testmodel"
 	"github.com/sovereign-ai/sovereign/internal/httpapi"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/models"
+	sovstore "github.com/sovereign-ai/sovereign/internal/store"
 	"github.com/sovereign-ai/sovereign/internal/testutil"
 )
 
@@ -42,6 +44,7 @@ func (c catalog) ModelPath(id string) (string, error) {
 type env struct {
 	t     *testing.T
 	url   string
+	key   string // an admin API key
 	mgr   *engine.Manager
 	sub   *events.Subscription
 	store *models.Store
@@ -60,6 +63,12 @@ func installTiny(t *testing.T, store *models.Store, id string, seed int64) {
 }
 
 func newEnv(t *testing.T, store *models.Store, cfg engine.Config) *env {
+	return newEnvWithDB(t, store, cfg, openDatabase(t, "sqlite"))
+}
+
+// newEnvWithDB serves the API over db with an engine for the models in
+// store, and bootstraps an admin key.
+func newEnvWithDB(t *testing.T, store *models.Store, cfg engine.Config, db sovstore.Store) *env {
 	t.Helper()
 	bus := events.NewBus()
 	sub := bus.Subscribe(256)
@@ -73,14 +82,48 @@ func newEnv(t *testing.T, store *models.Store, cfg engine.Config) *env {
 		cfg.CtxPerSlot = 512
 	}
 	mgr := engine.New(cfg)
-	api := &httpapi.Server{Backend: mgr, Models: store, Status: mgr.Status}
+	keys := auth.NewService(db)
+	secret, _, err := keys.Bootstrap(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := &httpapi.Server{Backend: mgr, Models: store, Status: mgr.Status, Auth: keys, Keys: keys}
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(func() {
 		srv.Close()
 		mgr.Close()
 		sub.Close()
 	})
-	return &env{t: t, url: srv.URL, mgr: mgr, sub: sub, store: store}
+	return &env{t: t, url: srv.URL, key: secret, mgr: mgr, sub: sub, store: store}
+}
+
+// request sends body (JSON, or nothing when nil) with key.
+func (e *env) request(key, method, path string, body any) *http.Response {
+	e.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, e.url+path, rd)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return resp
+}
+
+// get sends an authenticated GET.
+func (e *env) get(path string) *http.Response {
+	e.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, e.url+path, nil)
+	req.Header.Set("Authorization", "Bearer "+e.key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return resp
 }
 
 func tinyStore(t *testing.T, ids ...string) *models.Store {
@@ -99,6 +142,7 @@ func (e *env) post(ctx context.Context, path string, body any) *http.Response {
 	b, _ := json.Marshal(body)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.url+path, bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+e.key)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		e.t.Fatal(err)
@@ -265,10 +309,7 @@ func TestCorruptModelFailsWithReasonAndOthersKeepServing(t *testing.T) {
 		t.Fatalf("healthy model stopped serving: %d", resp.StatusCode)
 	}
 	// The model list shows the failure with its reason.
-	lr, err := http.Get(e.url + "/v1/models/broken")
-	if err != nil {
-		t.Fatal(err)
-	}
+	lr := e.get("/v1/models/broken")
 	var m httpapi.Model
 	json.NewDecoder(lr.Body).Decode(&m)
 	lr.Body.Close()
@@ -289,6 +330,7 @@ func TestQueueOverflowIs503WithRetryAfter(t *testing.T) {
 			defer wg.Done()
 			b, _ := json.Marshal(map[string]any{"model": "tiny", "stream": true, "temperature": 1, "messages": []map[string]string{{"role": "user", "content": "go on forever"}}})
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.url+"/v1/chat/completions", bytes.NewReader(b))
+			req.Header.Set("Authorization", "Bearer "+e.key)
 			started <- struct{}{}
 			resp, err := http.DefaultClient.Do(req)
 			if err == nil {

@@ -13,11 +13,14 @@ import (
 	"net/http"
 	"regexp"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
+	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/engine"
 	"github.com/sovereign-ai/sovereign/internal/inference"
+	"github.com/sovereign-ai/sovereign/internal/metrics"
 	"github.com/sovereign-ai/sovereign/internal/models"
 )
 
@@ -31,11 +34,22 @@ type Catalog interface {
 type Server struct {
 	Backend inference.Backend
 	Models  Catalog
+	// Auth checks API keys; every /v1 route requires a key with the
+	// route's scope.
+	Auth Authenticator
+	// Keys administers keys and teams (the /v1/keys and /v1/teams routes).
+	Keys KeyAdmin
+	// Metrics, when set, records requests and tokens and serves /metrics.
+	Metrics *metrics.Metrics
+	// Ready reports whether the server can serve (GET /readyz); nil: ready.
+	Ready func(ctx context.Context) error
 	// Status reports runtime state of models (loaded, failed); optional.
 	Status func() []engine.ModelStatus
 	Log    *slog.Logger
 	// MaxBody bounds request bodies (default 8 MiB).
 	MaxBody int64
+
+	mux *http.ServeMux
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
@@ -49,19 +63,59 @@ func (s *Server) Handler() http.Handler {
 		s.MaxBody = 8 << 20
 	}
 	mux := http.NewServeMux()
-	route := func(pattern string, h handlerFunc) { mux.Handle(pattern, s.handle(h)) }
-	route("GET /healthz", func(w http.ResponseWriter, r *http.Request) error {
+	s.mux = mux
+	route := func(pattern string, scope auth.Scope, h handlerFunc) { mux.Handle(pattern, s.handle(scope, h)) }
+	route("GET /healthz", public, func(w http.ResponseWriter, r *http.Request) error {
 		return writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
-	route("GET /v1/models", s.listModels)
-	route("GET /v1/models/{id...}", s.getModel)
-	route("POST /v1/chat/completions", s.chatCompletions)
-	route("POST /v1/completions", s.completions)
-	route("POST /v1/embeddings", s.embeddings)
-	route("POST /v1/tokenize", s.tokenize)
-	route("POST /v1/detokenize", s.detokenize)
-	route("/", s.notFound)
-	return mux
+	route("GET /readyz", public, s.readyz)
+	if s.Metrics != nil {
+		mux.Handle("GET /metrics", s.Metrics.Handler())
+	}
+	for _, rt := range s.routes() {
+		route(rt.pattern, rt.scope, rt.h)
+	}
+	route("/", public, s.notFound)
+	return s.observe(mux)
+}
+
+// public marks routes that need no API key.
+const public auth.Scope = ""
+
+type apiRoute struct {
+	pattern string
+	scope   auth.Scope
+	h       handlerFunc
+}
+
+// routes is every authenticated route with the scope it requires.
+func (s *Server) routes() []apiRoute {
+	return []apiRoute{
+		{"GET /v1/models", auth.ScopeModelsRead, s.listModels},
+		{"GET /v1/models/{id...}", auth.ScopeModelsRead, s.getModel},
+		{"POST /v1/chat/completions", auth.ScopeInference, s.chatCompletions},
+		{"POST /v1/completions", auth.ScopeInference, s.completions},
+		{"POST /v1/embeddings", auth.ScopeInference, s.embeddings},
+		{"POST /v1/tokenize", auth.ScopeInference, s.tokenize},
+		{"POST /v1/detokenize", auth.ScopeInference, s.detokenize},
+		{"POST /v1/keys", auth.ScopeAdmin, s.createKey},
+		{"GET /v1/keys", auth.ScopeKeysRead, s.listKeys},
+		{"GET /v1/keys/{id}", auth.ScopeKeysRead, s.getKey},
+		{"DELETE /v1/keys/{id}", auth.ScopeAdmin, s.revokeKey},
+		{"POST /v1/keys/{id}/rotate", auth.ScopeAdmin, s.rotateKey},
+		{"POST /v1/teams", auth.ScopeAdmin, s.createTeam},
+		{"GET /v1/teams", auth.ScopeAdmin, s.listTeams},
+	}
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
+	if s.Ready != nil {
+		if err := s.Ready(r.Context()); err != nil {
+			s.Log.Warn("not ready", "err", err)
+			return writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not_ready", "reason": err.Error()})
+		}
+	}
+	return writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
 var versionPath = regexp.MustCompile(`^/v(\d+)(/|$)`)
@@ -70,15 +124,35 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) error {
 	if m := versionPath.FindStringSubmatch(r.URL.Path); m != nil && m[1] != "1" {
 		return apierr.New(apierr.UnsupportedAPIVersion, fmt.Sprintf("API version v%s is not supported; this server serves /v1", m[1]))
 	}
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); pattern != "/" && pattern != "" {
+			allow = append(allow, m)
+		}
+	}
+	if len(allow) > 0 {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		return apierr.New(apierr.MethodNotAllowed, fmt.Sprintf("%s is not allowed on %s; allowed: %s", r.Method, r.URL.Path, strings.Join(allow, ", ")))
+	}
 	return apierr.New(apierr.NotFound, fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
 }
 
-// handle adapts a handlerFunc: it bounds the body, turns a returned error
-// or a panic into an OpenAI envelope, and logs server errors.
-func (s *Server) handle(h handlerFunc) http.Handler {
+// handle adapts a handlerFunc: it checks the API key and scope, bounds the
+// body, turns a returned error or a panic into an OpenAI envelope, and logs
+// server errors.
+func (s *Server) handle(scope auth.Scope, h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, s.MaxBody)
 		rw := &trackingWriter{ResponseWriter: w}
+		if scope != public {
+			var err error
+			if r, err = s.authenticate(r, scope); err != nil {
+				apierr.Write(rw, err)
+				return
+			}
+		}
 		defer func() {
 			if p := recover(); p != nil {
 				if p == http.ErrAbortHandler {
@@ -144,7 +218,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 // model looks up id and checks it offers capability.
 func (s *Server) model(id, capability string) (models.Manifest, error) {
 	m, err := s.Models.Get(id)
-	if errors.Is(err, models.ErrNotFound) {
+	if errors.Is(err, models.ErrNotFound) || errors.Is(err, models.ErrInvalidID) {
 		return m, &apierr.Error{Code: apierr.ModelNotFound, Param: "model", Message: fmt.Sprintf("the model %q does not exist; GET /v1/models lists the installed models", id)}
 	}
 	if err != nil {

@@ -316,12 +316,20 @@ func (r *CompletionRequest) Native() (inference.CompletionRequest, error) {
 	return out, nil
 }
 
+// MaxChoices bounds n: each choice is a separate generation holding a slot.
+const MaxChoices = 16
+
+// Choices is the number of choices asked for (n, default 1).
+func (s *Sampling) Choices() int {
+	if s.N == nil {
+		return 1
+	}
+	return *s.N
+}
+
 func (s *Sampling) apply(out *inference.CompletionRequest, max *int) error {
-	if s.N != nil && *s.N != 1 {
-		if *s.N < 1 || *s.N > 128 {
-			return apierr.Invalid("n", "'n' must be between 1 and 128")
-		}
-		return apierr.Invalid("n", "only n=1 is supported by this server version")
+	if s.N != nil && (*s.N < 1 || *s.N > MaxChoices) {
+		return apierr.Invalid("n", fmt.Sprintf("'n' must be between 1 and %d", MaxChoices))
 	}
 	if s.StreamOptions != nil && !s.Stream {
 		return apierr.Invalid("stream_options", "'stream_options' is only allowed when 'stream' is true")

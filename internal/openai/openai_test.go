@@ -35,7 +35,7 @@ func TestChatRequestErrorsNameTheParam(t *testing.T) {
 		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"temperature":"hot"}`, apierr.InvalidRequest, "temperature"},
 		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"temperature":3}`, apierr.InvalidRequest, "temperature"},
 		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"n":0}`, apierr.InvalidRequest, "n"},
-		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"n":500}`, apierr.InvalidRequest, "n"},
+		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"n":17}`, apierr.InvalidRequest, "n"},
 		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":0}`, apierr.InvalidRequest, "max_tokens"},
 		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"stop":["a","b","c","d","e"]}`, apierr.InvalidRequest, "stop"},
 		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"logit_bias":{"x":1}}`, apierr.InvalidRequest, "logit_bias"},
@@ -107,16 +107,20 @@ func TestCompletionPromptForms(t *testing.T) {
 
 func TestChatStreamChunks(t *testing.T) {
 	cs := NewChatStream("m", true, false)
-	if f := cs.First(); f.Choices[0].Delta.Role != "assistant" || *f.Choices[0].Delta.Content != "" {
+	if f := cs.First(1); f.Choices[0].Delta.Role != "assistant" || *f.Choices[0].Delta.Content != "" || f.Choices[0].Index != 1 {
 		t.Fatalf("first chunk %+v", f)
 	}
-	chunks := cs.Chunks(inference.Event{Text: "hi"})
-	if len(chunks) != 1 || *chunks[0].Choices[0].Delta.Content != "hi" || chunks[0].Choices[0].FinishReason != nil {
+	chunks := cs.Chunks(inference.Event{Text: "hi"}, 1)
+	if len(chunks) != 1 || *chunks[0].Choices[0].Delta.Content != "hi" || chunks[0].Choices[0].FinishReason != nil || chunks[0].Choices[0].Index != 1 {
 		t.Fatalf("content chunk %+v", chunks)
 	}
-	chunks = cs.Chunks(inference.Event{Done: true, FinishReason: "length", Usage: &inference.Usage{PromptTokens: 3, CompletionTokens: 2}})
-	if len(chunks) != 2 || *chunks[0].Choices[0].FinishReason != "length" || len(chunks[1].Choices) != 0 || chunks[1].Usage.TotalTokens != 5 {
+	chunks = cs.Chunks(inference.Event{Done: true, FinishReason: "length"}, 0)
+	if len(chunks) != 1 || *chunks[0].Choices[0].FinishReason != "length" {
 		t.Fatalf("final chunks %+v", chunks)
+	}
+	u := cs.UsageChunk(SumUsage([]*inference.Usage{{PromptTokens: 3, CompletionTokens: 2}, {PromptTokens: 3, CompletionTokens: 4}}))
+	if len(u.Choices) != 0 || u.Usage.PromptTokens != 3 || u.Usage.CompletionTokens != 6 || u.Usage.TotalTokens != 9 {
+		t.Fatalf("usage chunk %+v", u.Usage)
 	}
 }
 

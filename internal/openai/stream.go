@@ -26,19 +26,19 @@ func (c *ChatStream) chunk(choices []ChunkChoice) ChatChunk {
 	return ChatChunk{ID: c.ID, Object: "chat.completion.chunk", Created: c.Created, Model: c.Model, SystemFingerprint: Fingerprint, Choices: choices}
 }
 
-// First is the opening chunk that carries the assistant role.
-func (c *ChatStream) First() ChatChunk {
+// First is the opening chunk of choice index, carrying the assistant role.
+func (c *ChatStream) First(index int) ChatChunk {
 	empty := ""
-	return c.chunk([]ChunkChoice{{Delta: Delta{Role: "assistant", Content: &empty}}})
+	return c.chunk([]ChunkChoice{{Index: index, Delta: Delta{Role: "assistant", Content: &empty}}})
 }
 
-// Chunks renders one native event: a content chunk, a final chunk with the
-// finish reason, and (with include_usage) a usage chunk with no choices.
-func (c *ChatStream) Chunks(ev inference.Event) []ChatChunk {
+// Chunks renders one native event of choice index: a content chunk, and a
+// final chunk with the finish reason.
+func (c *ChatStream) Chunks(ev inference.Event, index int) []ChatChunk {
 	var out []ChatChunk
 	if ev.Text != "" || len(ev.Logprobs) > 0 {
 		text := ev.Text
-		ch := ChunkChoice{Delta: Delta{Content: &text}}
+		ch := ChunkChoice{Index: index, Delta: Delta{Content: &text}}
 		if c.Logprobs {
 			ch.Logprobs = &Logprobs{Content: NewLogprobs(ev.Logprobs)}
 		}
@@ -46,28 +46,64 @@ func (c *ChatStream) Chunks(ev inference.Event) []ChatChunk {
 	}
 	if ev.Done {
 		fr := ev.FinishReason
-		out = append(out, c.chunk([]ChunkChoice{{Delta: Delta{}, FinishReason: &fr}}))
-		if c.IncludeUsage {
-			u := c.chunk([]ChunkChoice{})
-			u.Usage = NewUsage(ev.Usage)
-			out = append(out, u)
-		}
+		out = append(out, c.chunk([]ChunkChoice{{Index: index, Delta: Delta{}, FinishReason: &fr}}))
 	}
 	return out
 }
 
-// CollectChat reads a whole native stream into a chat completion.
-func CollectChat(s inference.Stream, model string, logprobs bool) (ChatCompletion, error) {
+// UsageChunk is the final chunk (with include_usage) holding the usage of
+// all choices and no choices of its own.
+func (c *ChatStream) UsageChunk(u *Usage) ChatChunk {
+	ch := c.chunk([]ChunkChoice{})
+	ch.Usage = u
+	return ch
+}
+
+// SumUsage adds the usage of several choices of one request: the prompt is
+// counted once, completions add up.
+func SumUsage(us []*inference.Usage) *Usage {
+	var total inference.Usage
+	for i, u := range us {
+		if u == nil {
+			continue
+		}
+		if i == 0 || total.PromptTokens == 0 {
+			total.PromptTokens = u.PromptTokens
+			total.CachedTokens = u.CachedTokens
+		}
+		total.CompletionTokens += u.CompletionTokens
+	}
+	return NewUsage(&total)
+}
+
+// CollectChat reads whole native streams, one per choice, into a chat
+// completion.
+func CollectChat(streams []inference.Stream, model string, logprobs bool) (ChatCompletion, error) {
+	out := ChatCompletion{ID: NewID("chatcmpl-"), Object: "chat.completion", Created: Now().Unix(), Model: model, SystemFingerprint: Fingerprint}
+	usages := make([]*inference.Usage, len(streams))
+	for i, s := range streams {
+		ch, u, err := collectChoice(s, logprobs)
+		if err != nil {
+			return out, err
+		}
+		ch.Index = i
+		out.Choices = append(out.Choices, ch)
+		usages[i] = u
+	}
+	out.Usage = SumUsage(usages)
+	return out, nil
+}
+
+func collectChoice(s inference.Stream, logprobs bool) (ChatChoice, *inference.Usage, error) {
 	var sb strings.Builder
 	var lps []inference.TokenLogprob
-	out := ChatCompletion{ID: NewID("chatcmpl-"), Object: "chat.completion", Created: Now().Unix(), Model: model, SystemFingerprint: Fingerprint}
 	for {
 		ev, err := s.Recv()
 		if errors.Is(err, io.EOF) {
-			break
+			return ChatChoice{}, nil, io.ErrUnexpectedEOF
 		}
 		if err != nil {
-			return out, err
+			return ChatChoice{}, nil, err
 		}
 		sb.WriteString(ev.Text)
 		lps = append(lps, ev.Logprobs...)
@@ -76,12 +112,9 @@ func CollectChat(s inference.Stream, model string, logprobs bool) (ChatCompletio
 			if logprobs {
 				ch.Logprobs = &Logprobs{Content: NewLogprobs(lps)}
 			}
-			out.Choices = []ChatChoice{ch}
-			out.Usage = NewUsage(ev.Usage)
-			return out, nil
+			return ch, ev.Usage, nil
 		}
 	}
-	return out, io.ErrUnexpectedEOF
 }
 
 // TextStream renders native events as text_completion chunks.

@@ -1,0 +1,217 @@
+package auth
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"math/big"
+	"strings"
+	"time"
+)
+
+// Team owns keys. Every key belongs to exactly one team; a key without
+// ScopeAdmin sees only its own team's resources.
+type Team struct {
+	ID        string    // "team_" + 22 base62 characters
+	Name      string    // unique, 1–100 characters
+	CreatedAt time.Time // UTC
+}
+
+// Key is an API key's stored record. The secret itself is never stored:
+// only its SHA-256 (Hash) and its first PrefixLen characters (Prefix, for
+// people to recognise a key in lists and logs).
+type Key struct {
+	ID         string     // "key_" + 22 base62 characters
+	Name       string     // free text chosen by the creator
+	Prefix     string     // first PrefixLen characters of the secret, e.g. "sk-sov-AbCdE"
+	Hash       []byte     // SHA-256 of the whole secret (32 bytes)
+	TeamID     string     // owning team
+	Scopes     []Scope    // what the key may do
+	CreatedAt  time.Time  // UTC
+	ExpiresAt  *time.Time // nil: never; the key is refused from this instant on
+	LastUsedAt *time.Time // nil: never used; updated at most once per LastUsedInterval
+	RevokedAt  *time.Time // nil: not revoked
+	RotatedTo  string     // ID of the key that replaced this one by Rotate; "" if none
+}
+
+// Active reports whether k would authenticate at instant now: not revoked
+// and not expired.
+func (k Key) Active(now time.Time) bool {
+	return k.RevokedAt == nil && !k.expired(now)
+}
+
+func (k Key) expired(now time.Time) bool {
+	return k.ExpiresAt != nil && !now.Before(*k.ExpiresAt)
+}
+
+// KeyUpdate changes some mutable fields of a stored key; nil fields are
+// left as they are. Updates never clear a field: a revoked key stays
+// revoked. Partial updates keep concurrent writers (a last-used touch and a
+// revocation) from overwriting each other.
+type KeyUpdate struct {
+	RevokedAt  *time.Time
+	ExpiresAt  *time.Time
+	LastUsedAt *time.Time
+	RotatedTo  *string
+}
+
+// Secret format.
+const (
+	// SecretPrefix starts every key secret.
+	SecretPrefix = "sk-sov-"
+	// PrefixLen is how many leading characters of a secret are kept in
+	// Key.Prefix for display.
+	PrefixLen = 12
+	// MinSecretBody is the least number of characters after SecretPrefix
+	// an imported secret (SOVEREIGN_BOOTSTRAP_KEY) must have.
+	MinSecretBody = 32
+	// MaxSecretLen bounds a presented secret; longer ones are refused
+	// before hashing.
+	MaxSecretLen = 256
+	// secretBodyLen is the length of a generated body: 32 random bytes in
+	// base62 need ceil(256 / log2(62)) = 43 characters.
+	secretBodyLen = 43
+)
+
+// Errors Authenticate and the other Service methods return; check them
+// with errors.Is.
+var (
+	// ErrMissingKey: no key was presented (HTTP 401 missing_api_key).
+	ErrMissingKey = errors.New("auth: missing API key")
+	// ErrInvalidKey: the key is malformed or unknown (HTTP 401 invalid_api_key).
+	ErrInvalidKey = errors.New("auth: invalid API key")
+	// ErrRevokedKey: the key was revoked (HTTP 401 invalid_api_key).
+	ErrRevokedKey = errors.New("auth: API key has been revoked")
+	// ErrExpiredKey: the key's expiry, or its rotation grace period, has
+	// passed (HTTP 401 invalid_api_key).
+	ErrExpiredKey = errors.New("auth: API key has expired")
+	// ErrAlreadyRotated: Rotate was asked for a key that already has a
+	// successor; rotate the successor instead.
+	ErrAlreadyRotated = errors.New("auth: API key was already rotated")
+	// ErrNotFound: the team or key does not exist. Stores return it (wrapped
+	// or not) for every lookup, update or delete that matches no row.
+	ErrNotFound = errors.New("not found")
+	// ErrConflict: a uniqueness rule was broken (team name, key id or hash
+	// already stored), or a team still owns keys and cannot be deleted.
+	ErrConflict = errors.New("conflict")
+)
+
+// InvalidParamError reports a bad argument to a Service method: Param
+// names the request field (as the OpenAI error envelope's "param") and
+// Message says what is wrong, fit to show to the client.
+type InvalidParamError struct {
+	Param   string
+	Message string
+}
+
+// Error returns the message prefixed with the parameter name.
+func (e *InvalidParamError) Error() string {
+	return "invalid " + e.Param + ": " + e.Message
+}
+
+const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// randBase62 returns n base62 characters drawn uniformly from crypto/rand.
+func randBase62(n int) string {
+	b := make([]byte, n)
+	buf := make([]byte, n+n/2)
+	i := 0
+	for i < n {
+		if _, err := rand.Read(buf); err != nil {
+			panic("auth: crypto/rand failed: " + err.Error()) // never happens on supported platforms
+		}
+		for _, c := range buf {
+			// Reject bytes >= 248 (= 4*62) so every character is equally likely.
+			if c >= 248 {
+				continue
+			}
+			b[i] = base62[c%62]
+			i++
+			if i == n {
+				break
+			}
+		}
+	}
+	return string(b)
+}
+
+// NewSecret returns a fresh key secret: SecretPrefix followed by 32 bytes
+// from crypto/rand written as 43 base62 characters (256 bits of entropy;
+// base62 so that a double click selects the whole key).
+func NewSecret() string {
+	var raw [32]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		panic("auth: crypto/rand failed: " + err.Error())
+	}
+	n := new(big.Int).SetBytes(raw[:])
+	body := make([]byte, secretBodyLen)
+	base := big.NewInt(62)
+	mod := new(big.Int)
+	for i := secretBodyLen - 1; i >= 0; i-- {
+		n.DivMod(n, base, mod)
+		body[i] = base62[mod.Int64()]
+	}
+	return SecretPrefix + string(body)
+}
+
+// HashSecret returns the SHA-256 of secret, the only form a secret is
+// stored in. A fast hash is right here (GitHub and Stripe do the same):
+// a key has 256 random bits, so no dictionary or brute-force attack on a
+// leaked hash can succeed, and slow password hashes (bcrypt, argon2) would
+// cost tens of milliseconds on every request and make lookup by hash
+// impossible (they are salted).
+func HashSecret(secret string) []byte {
+	h := sha256.Sum256([]byte(secret))
+	return h[:]
+}
+
+// DisplayPrefix returns the first PrefixLen characters of secret.
+func DisplayPrefix(secret string) string {
+	if len(secret) <= PrefixLen {
+		return secret
+	}
+	return secret[:PrefixLen]
+}
+
+// wellFormed reports whether secret has the shape of a Sovereign key:
+// SecretPrefix, then at least minBody characters of [A-Za-z0-9_-], at most
+// MaxSecretLen in all.
+func wellFormed(secret string, minBody int) bool {
+	if len(secret) > MaxSecretLen || !strings.HasPrefix(secret, SecretPrefix) {
+		return false
+	}
+	body := secret[len(SecretPrefix):]
+	if len(body) < minBody {
+		return false
+	}
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidateImportedSecret checks a secret supplied from outside (the
+// SOVEREIGN_BOOTSTRAP_KEY variable): it must start with SecretPrefix and
+// carry at least MinSecretBody characters of [A-Za-z0-9_-] after it. The
+// error says what is wrong without echoing the secret.
+func ValidateImportedSecret(secret string) error {
+	switch {
+	case !strings.HasPrefix(secret, SecretPrefix):
+		return fmt.Errorf("key must start with %q", SecretPrefix)
+	case len(secret)-len(SecretPrefix) < MinSecretBody:
+		return fmt.Errorf("key must have at least %d characters after %q (has %d); for example sk-sov-$(openssl rand -hex 24)",
+			MinSecretBody, SecretPrefix, len(secret)-len(SecretPrefix))
+	case len(secret) > MaxSecretLen:
+		return fmt.Errorf("key must be at most %d characters long", MaxSecretLen)
+	case !wellFormed(secret, MinSecretBody):
+		return fmt.Errorf("key may contain only letters, digits, '-' and '_' after %q", SecretPrefix)
+	}
+	return nil
+}
+
+func newTeamID() string { return "team_" + randBase62(22) }
+func newKeyID() string  { return "key_" + randBase62(22) }

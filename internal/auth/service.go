@@ -1,0 +1,423 @@
+package auth
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+)
+
+// KeyStore is what Service needs from a database. The sqlite and postgres
+// packages implement it; tests fake it. Every method returns an error
+// wrapping ErrNotFound when the team or key does not exist, and one
+// wrapping ErrConflict when a uniqueness rule would break. Stores keep
+// times in UTC with at least microsecond precision.
+type KeyStore interface {
+	// CreateTeam stores a new team (ErrConflict: id or name taken).
+	CreateTeam(ctx context.Context, t Team) error
+	// GetTeam returns a team by id (ErrNotFound).
+	GetTeam(ctx context.Context, id string) (Team, error)
+	// GetTeamByName returns a team by its unique name (ErrNotFound).
+	GetTeamByName(ctx context.Context, name string) (Team, error)
+	// ListTeams returns every team, oldest first.
+	ListTeams(ctx context.Context) ([]Team, error)
+	// DeleteTeam removes a team that owns no keys (ErrNotFound; ErrConflict
+	// when keys, even revoked ones, still belong to it).
+	DeleteTeam(ctx context.Context, id string) error
+	// CreateKey stores a new key (ErrConflict: id or hash taken;
+	// ErrNotFound: its team does not exist).
+	CreateKey(ctx context.Context, k Key) error
+	// GetKey returns a key by id (ErrNotFound).
+	GetKey(ctx context.Context, id string) (Key, error)
+	// GetKeyByHash returns the key whose Hash equals hash (ErrNotFound).
+	GetKeyByHash(ctx context.Context, hash []byte) (Key, error)
+	// ListKeys returns the keys of one team, or of all teams when teamID
+	// is "", oldest first. An unknown team yields an empty list.
+	ListKeys(ctx context.Context, teamID string) ([]Key, error)
+	// UpdateKey sets the non-nil fields of u on key id (ErrNotFound).
+	UpdateKey(ctx context.Context, id string, u KeyUpdate) error
+	// CountKeys returns how many keys exist, revoked and expired included.
+	CountKeys(ctx context.Context) (int, error)
+}
+
+// Tunables.
+const (
+	// DefaultRotationGrace is how long a rotated key keeps working when
+	// Rotate is given a zero grace.
+	DefaultRotationGrace = 24 * time.Hour
+	// LastUsedInterval is the finest resolution of Key.LastUsedAt:
+	// Authenticate writes it at most once per interval per key, so a busy
+	// key costs one database write a minute, not one per request.
+	LastUsedInterval = time.Minute
+	// BootstrapTeam is the team Bootstrap creates (or reuses).
+	BootstrapTeam = "default"
+	// BootstrapKeyName is the name of the admin key Bootstrap creates.
+	BootstrapKeyName = "bootstrap admin"
+
+	maxNameLen = 200
+)
+
+// Service manages teams and keys and authenticates requests. Create it
+// with NewService; its fields may be set before first use. It is safe for
+// concurrent use.
+type Service struct {
+	// Store persists teams and keys.
+	Store KeyStore
+	// Now is the clock; nil means time.Now. Times are stored in UTC,
+	// truncated to microseconds (what PostgreSQL keeps).
+	Now func() time.Time
+	// Logger receives failures that do not fail a request (a last-used
+	// update that could not be written); nil means slog.Default().
+	Logger *slog.Logger
+
+	mu      sync.Mutex
+	touched map[string]time.Time // key id → last LastUsedAt this process wrote
+}
+
+// NewService returns a Service over store using the system clock.
+func NewService(store KeyStore) *Service {
+	return &Service{Store: store}
+}
+
+func (s *Service) now() time.Time {
+	f := s.Now
+	if f == nil {
+		f = time.Now
+	}
+	return f().UTC().Truncate(time.Microsecond)
+}
+
+func (s *Service) logger() *slog.Logger {
+	if s.Logger != nil {
+		return s.Logger
+	}
+	return slog.Default()
+}
+
+// CreateTeam creates a team named name (trimmed; 1–100 characters).
+// Errors: *InvalidParamError (Param "name"), ErrConflict when the name is
+// taken, or a store error.
+func (s *Service) CreateTeam(ctx context.Context, name string) (Team, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || len(name) > 100 {
+		return Team{}, &InvalidParamError{Param: "name", Message: "team name must be 1 to 100 characters"}
+	}
+	t := Team{ID: newTeamID(), Name: name, CreatedAt: s.now()}
+	if err := s.Store.CreateTeam(ctx, t); err != nil {
+		return Team{}, fmt.Errorf("create team %q: %w", name, err)
+	}
+	return t, nil
+}
+
+// GetTeam returns the team with id. Errors: ErrNotFound or a store error.
+func (s *Service) GetTeam(ctx context.Context, id string) (Team, error) {
+	return s.Store.GetTeam(ctx, id)
+}
+
+// TeamByName returns the team called name. Errors: ErrNotFound or a store
+// error.
+func (s *Service) TeamByName(ctx context.Context, name string) (Team, error) {
+	return s.Store.GetTeamByName(ctx, strings.TrimSpace(name))
+}
+
+// ListTeams returns every team, oldest first. Errors: a store error.
+func (s *Service) ListTeams(ctx context.Context) ([]Team, error) {
+	return s.Store.ListTeams(ctx)
+}
+
+// DeleteTeam deletes a team that owns no keys. Errors: ErrNotFound,
+// ErrConflict when keys (even revoked ones, kept for the audit trail)
+// still belong to it, or a store error.
+func (s *Service) DeleteTeam(ctx context.Context, id string) error {
+	return s.Store.DeleteTeam(ctx, id)
+}
+
+// CreateKeyParams describes a new key.
+type CreateKeyParams struct {
+	Name      string     // free text, at most 200 characters
+	TeamID    string     // required; the team must exist
+	Scopes    []Scope    // at least one; duplicates are dropped
+	ExpiresAt *time.Time // nil: never expires; else must be in the future
+}
+
+// CreateKey creates a key and returns its record and its secret. The
+// secret is returned only here: it is stored as a hash and cannot be
+// recovered. Errors: *InvalidParamError (Param "name", "team_id", "scopes"
+// or "expires_at"), or a store error.
+func (s *Service) CreateKey(ctx context.Context, p CreateKeyParams) (Key, string, error) {
+	now := s.now()
+	k, err := s.validateKey(ctx, p, now)
+	if err != nil {
+		return Key{}, "", err
+	}
+	secret := NewSecret()
+	k.ID, k.Prefix, k.Hash = newKeyID(), DisplayPrefix(secret), HashSecret(secret)
+	if err := s.Store.CreateKey(ctx, k); err != nil {
+		return Key{}, "", fmt.Errorf("create key: %w", err)
+	}
+	return k, secret, nil
+}
+
+func (s *Service) validateKey(ctx context.Context, p CreateKeyParams, now time.Time) (Key, error) {
+	name := strings.TrimSpace(p.Name)
+	if len(name) > maxNameLen {
+		return Key{}, &InvalidParamError{Param: "name", Message: fmt.Sprintf("key name must be at most %d characters", maxNameLen)}
+	}
+	if p.TeamID == "" {
+		return Key{}, &InvalidParamError{Param: "team_id", Message: "a team is required"}
+	}
+	if _, err := s.Store.GetTeam(ctx, p.TeamID); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return Key{}, &InvalidParamError{Param: "team_id", Message: fmt.Sprintf("no team with id %q", p.TeamID)}
+		}
+		return Key{}, fmt.Errorf("create key: %w", err)
+	}
+	names := make([]string, len(p.Scopes))
+	for i, sc := range p.Scopes {
+		names[i] = string(sc)
+	}
+	scopes, err := NormalizeScopes(names)
+	if err != nil {
+		return Key{}, err
+	}
+	var exp *time.Time
+	if p.ExpiresAt != nil {
+		e := p.ExpiresAt.UTC().Truncate(time.Microsecond)
+		if !e.After(now) {
+			return Key{}, &InvalidParamError{Param: "expires_at", Message: "expiry must be in the future"}
+		}
+		exp = &e
+	}
+	return Key{Name: name, TeamID: p.TeamID, Scopes: scopes, CreatedAt: now, ExpiresAt: exp}, nil
+}
+
+// GetKey returns the key with id. Errors: ErrNotFound or a store error.
+func (s *Service) GetKey(ctx context.Context, id string) (Key, error) {
+	return s.Store.GetKey(ctx, id)
+}
+
+// ListKeys returns the keys of team teamID, or of every team when teamID
+// is "", oldest first. Revoked and expired keys are included. Errors: a
+// store error.
+func (s *Service) ListKeys(ctx context.Context, teamID string) ([]Key, error) {
+	return s.Store.ListKeys(ctx, teamID)
+}
+
+// Authenticate returns the key whose secret is secret.
+//
+// Errors: ErrMissingKey for an empty secret; ErrInvalidKey for a
+// malformed or unknown one; ErrRevokedKey; ErrExpiredKey (past its expiry
+// or its rotation grace period); or a store error (a failure, not a
+// verdict: answer 500, not 401). With ErrRevokedKey and ErrExpiredKey the
+// matched key is returned too, for logging only.
+//
+// The key is looked up by the SHA-256 of the secret and the hashes are
+// then compared with crypto/subtle.ConstantTimeCompare; the lookup's own
+// timing depends only on the hash, which an attacker cannot steer toward
+// a stored one. On success LastUsedAt is brought up to date at most once
+// per LastUsedInterval per key; a failed update is logged, not returned.
+func (s *Service) Authenticate(ctx context.Context, secret string) (Key, error) {
+	if secret == "" {
+		return Key{}, ErrMissingKey
+	}
+	if !wellFormed(secret, 1) {
+		return Key{}, ErrInvalidKey
+	}
+	h := HashSecret(secret)
+	k, err := s.Store.GetKeyByHash(ctx, h)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return Key{}, ErrInvalidKey
+		}
+		return Key{}, fmt.Errorf("authenticate: %w", err)
+	}
+	if subtle.ConstantTimeCompare(k.Hash, h) != 1 {
+		return Key{}, ErrInvalidKey
+	}
+	now := s.now()
+	if k.RevokedAt != nil {
+		return k, ErrRevokedKey
+	}
+	if k.expired(now) {
+		return k, ErrExpiredKey
+	}
+	s.touch(ctx, &k, now)
+	return k, nil
+}
+
+// touch records that k was used at now, unless that was already recorded
+// less than LastUsedInterval ago (in the store or by this process).
+func (s *Service) touch(ctx context.Context, k *Key, now time.Time) {
+	if k.LastUsedAt != nil && now.Sub(*k.LastUsedAt) < LastUsedInterval {
+		return
+	}
+	s.mu.Lock()
+	if last, ok := s.touched[k.ID]; ok && now.Sub(last) < LastUsedInterval {
+		s.mu.Unlock()
+		return
+	}
+	if s.touched == nil {
+		s.touched = make(map[string]time.Time)
+	}
+	if len(s.touched) >= 4096 {
+		for id, t := range s.touched {
+			if now.Sub(t) >= LastUsedInterval {
+				delete(s.touched, id)
+			}
+		}
+	}
+	s.touched[k.ID] = now
+	s.mu.Unlock()
+
+	// The write belongs to the key, not to the request: finish it even if
+	// the client has gone, but never hold a request for long.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := s.Store.UpdateKey(wctx, k.ID, KeyUpdate{LastUsedAt: &now}); err != nil {
+		s.mu.Lock()
+		if s.touched[k.ID].Equal(now) {
+			delete(s.touched, k.ID) // let the next request try again
+		}
+		s.mu.Unlock()
+		s.logger().Warn("auth: recording key last use", "key_id", k.ID, "err", err)
+		return
+	}
+	k.LastUsedAt = &now
+}
+
+// Revoke revokes key id at once and returns its updated record. Revoking
+// a revoked key changes nothing. Errors: ErrNotFound or a store error.
+func (s *Service) Revoke(ctx context.Context, id string) (Key, error) {
+	k, err := s.Store.GetKey(ctx, id)
+	if err != nil {
+		return Key{}, err
+	}
+	if k.RevokedAt != nil {
+		return k, nil
+	}
+	now := s.now()
+	if err := s.Store.UpdateKey(ctx, id, KeyUpdate{RevokedAt: &now}); err != nil {
+		return Key{}, fmt.Errorf("revoke key %s: %w", id, err)
+	}
+	k.RevokedAt = &now
+	return k, nil
+}
+
+// Rotate replaces key id with a new key of the same name, team, scopes and
+// expiry, and returns the new key and its secret (shown once). The old key
+// keeps working for grace, then counts as expired (ErrExpiredKey); its
+// RotatedTo names the new key. A zero grace means DefaultRotationGrace; a
+// negative one ends the old key at once. The grace never extends an
+// earlier expiry.
+//
+// Errors: ErrNotFound; ErrRevokedKey or ErrExpiredKey when the old key no
+// longer works; ErrAlreadyRotated when it already has a successor; or a
+// store error.
+func (s *Service) Rotate(ctx context.Context, id string, grace time.Duration) (Key, string, error) {
+	old, err := s.Store.GetKey(ctx, id)
+	if err != nil {
+		return Key{}, "", err
+	}
+	now := s.now()
+	switch {
+	case old.RevokedAt != nil:
+		return Key{}, "", ErrRevokedKey
+	case old.expired(now):
+		return Key{}, "", ErrExpiredKey
+	case old.RotatedTo != "":
+		return Key{}, "", fmt.Errorf("%w to %s", ErrAlreadyRotated, old.RotatedTo)
+	}
+	if grace == 0 {
+		grace = DefaultRotationGrace
+	} else if grace < 0 {
+		grace = 0
+	}
+	end := now.Add(grace)
+	if old.ExpiresAt != nil && old.ExpiresAt.Before(end) {
+		end = *old.ExpiresAt
+	}
+
+	secret := NewSecret()
+	nk := Key{
+		ID:        newKeyID(),
+		Name:      old.Name,
+		Prefix:    DisplayPrefix(secret),
+		Hash:      HashSecret(secret),
+		TeamID:    old.TeamID,
+		Scopes:    append([]Scope(nil), old.Scopes...),
+		CreatedAt: now,
+		ExpiresAt: old.ExpiresAt,
+	}
+	if err := s.Store.CreateKey(ctx, nk); err != nil {
+		return Key{}, "", fmt.Errorf("rotate key %s: %w", id, err)
+	}
+	if err := s.Store.UpdateKey(ctx, id, KeyUpdate{ExpiresAt: &end, RotatedTo: &nk.ID}); err != nil {
+		// Nobody has seen the new secret: retire the orphan.
+		if rerr := s.Store.UpdateKey(context.WithoutCancel(ctx), nk.ID, KeyUpdate{RevokedAt: &now}); rerr != nil {
+			s.logger().Error("auth: revoking orphaned key after failed rotation", "key_id", nk.ID, "err", rerr)
+		}
+		return Key{}, "", fmt.Errorf("rotate key %s: %w", id, err)
+	}
+	return nk, secret, nil
+}
+
+// Bootstrap makes sure a fresh installation can be administered. When the
+// store holds no key at all it creates (or reuses) team BootstrapTeam and
+// an admin key, and returns the key's secret with created true: the
+// caller prints it once. The secret is envKey (SOVEREIGN_BOOTSTRAP_KEY)
+// when that is set, else a generated one. When any key exists, Bootstrap
+// does nothing and returns "", false.
+//
+// Errors: a non-empty envKey that does not look like a Sovereign key
+// (SecretPrefix and at least MinSecretBody characters of [A-Za-z0-9_-])
+// is refused whether or not keys exist, so a typo is caught at start; or
+// a store error. When another server replica bootstraps the same envKey
+// at the same moment, the loser returns "", false, nil.
+func (s *Service) Bootstrap(ctx context.Context, envKey string) (secret string, created bool, err error) {
+	if envKey != "" {
+		if err := ValidateImportedSecret(envKey); err != nil {
+			return "", false, fmt.Errorf("SOVEREIGN_BOOTSTRAP_KEY: %w", err)
+		}
+	}
+	n, err := s.Store.CountKeys(ctx)
+	if err != nil {
+		return "", false, fmt.Errorf("bootstrap: %w", err)
+	}
+	if n > 0 {
+		return "", false, nil
+	}
+	team, err := s.Store.GetTeamByName(ctx, BootstrapTeam)
+	if errors.Is(err, ErrNotFound) {
+		team, err = s.CreateTeam(ctx, BootstrapTeam)
+		if errors.Is(err, ErrConflict) { // created meanwhile by another replica
+			team, err = s.Store.GetTeamByName(ctx, BootstrapTeam)
+		}
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("bootstrap: %w", err)
+	}
+	secret = envKey
+	if secret == "" {
+		secret = NewSecret()
+	}
+	k := Key{
+		ID:        newKeyID(),
+		Name:      BootstrapKeyName,
+		Prefix:    DisplayPrefix(secret),
+		Hash:      HashSecret(secret),
+		TeamID:    team.ID,
+		Scopes:    []Scope{ScopeAdmin},
+		CreatedAt: s.now(),
+	}
+	if err := s.Store.CreateKey(ctx, k); err != nil {
+		if envKey != "" && errors.Is(err, ErrConflict) {
+			return "", false, nil
+		}
+		return "", false, fmt.Errorf("bootstrap: %w", err)
+	}
+	return secret, true, nil
+}

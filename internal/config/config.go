@@ -1,0 +1,206 @@
+// Package config holds `sovereign serve`'s settings: defaults, an optional
+// YAML file, environment variables and flags, in increasing precedence.
+// Every setting has one entry in the table below, which also produces the
+// --help text, so the documentation cannot drift from the code.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the server configuration.
+type Config struct {
+	Addr              string        `yaml:"addr"`
+	DataDir           string        `yaml:"data_dir"`
+	ModelsDir         string        `yaml:"models_dir"`
+	DatabaseURL       string        `yaml:"database_url"`
+	BootstrapKey      string        `yaml:"bootstrap_key"`
+	TLSCert           string        `yaml:"tls_cert"`
+	TLSKey            string        `yaml:"tls_key"`
+	AllowInsecureHTTP bool          `yaml:"allow_insecure_http"`
+	MaxBodyBytes      int64         `yaml:"max_body_bytes"`
+	ShutdownTimeout   time.Duration `yaml:"shutdown_timeout"`
+	LogLevel          string        `yaml:"log_level"`
+	Slots             int           `yaml:"slots"`
+	CtxPerSlot        int           `yaml:"ctx"`
+	Threads           int           `yaml:"threads"`
+	MaxQueue          int           `yaml:"max_queue"`
+	KeepAlive         time.Duration `yaml:"keep_alive"`
+	MaxLoaded         int           `yaml:"max_loaded"`
+}
+
+// setting describes one configuration entry.
+type setting struct {
+	field string // Config field name
+	key   string // YAML key and flag name (with - for _)
+	env   string
+	def   string
+	help  string
+}
+
+var settings = []setting{
+	{"Addr", "addr", "SOVEREIGN_ADDR", "127.0.0.1:8080", "listen address"},
+	{"DataDir", "data_dir", "SOVEREIGN_DATA_DIR", "./data", "data directory"},
+	{"ModelsDir", "models_dir", "SOVEREIGN_MODELS_DIR", "", "models directory (default $data_dir/models)"},
+	{"DatabaseURL", "database_url", "SOVEREIGN_DATABASE_URL", "", "database: a SQLite path or sqlite:///path, or postgres://… (default $data_dir/sovereign.db)"},
+	{"BootstrapKey", "bootstrap_key", "SOVEREIGN_BOOTSTRAP_KEY", "", "admin key created on first start with an empty store (default: generated and printed once)"},
+	{"TLSCert", "tls_cert", "SOVEREIGN_TLS_CERT", "", "TLS certificate file (PEM); with tls_key, serve HTTPS"},
+	{"TLSKey", "tls_key", "SOVEREIGN_TLS_KEY", "", "TLS private key file (PEM)"},
+	{"AllowInsecureHTTP", "allow_insecure_http", "SOVEREIGN_ALLOW_INSECURE_HTTP", "false", "allow plain HTTP on a non-loopback address"},
+	{"MaxBodyBytes", "max_body_bytes", "SOVEREIGN_MAX_BODY_BYTES", "8388608", "largest request body accepted (bytes); larger gets 413"},
+	{"ShutdownTimeout", "shutdown_timeout", "SOVEREIGN_SHUTDOWN_TIMEOUT", "60s", "how long shutdown waits for in-flight requests and streams"},
+	{"LogLevel", "log_level", "SOVEREIGN_LOG_LEVEL", "info", "log level: debug, info, warn, error"},
+	{"Slots", "slots", "SOVEREIGN_SLOTS", "4", "parallel sequences per model (continuous batching)"},
+	{"CtxPerSlot", "ctx", "SOVEREIGN_CTX", "4096", "context tokens per sequence"},
+	{"Threads", "threads", "SOVEREIGN_THREADS", "0", "CPU threads per model (0: one per core)"},
+	{"MaxQueue", "max_queue", "SOVEREIGN_MAX_QUEUE", "16", "requests waiting per model beyond its slots before 503"},
+	{"KeepAlive", "keep_alive", "SOVEREIGN_KEEP_ALIVE", "5m", "unload a model after this long idle (negative: never)"},
+	{"MaxLoaded", "max_loaded", "SOVEREIGN_MAX_LOADED", "2", "most models loaded at once"},
+}
+
+// Load builds the configuration from defaults, the YAML file named by
+// --config or SOVEREIGN_CONFIG, the environment, and flags in args. It
+// returns flag.ErrHelp after printing usage to out for -h/--help.
+func Load(args []string, getenv func(string) string, out io.Writer) (Config, error) {
+	var c Config
+	for _, s := range settings {
+		if err := set(&c, s, s.def); err != nil {
+			return c, err
+		}
+	}
+	fs := flag.NewFlagSet("sovereign serve", flag.ContinueOnError)
+	fs.SetOutput(out)
+	configPath := fs.String("config", getenv("SOVEREIGN_CONFIG"), "YAML configuration file (SOVEREIGN_CONFIG)")
+	vals := make([]*string, len(settings))
+	for i, s := range settings {
+		vals[i] = fs.String(strings.ReplaceAll(s.key, "_", "-"), "", "")
+	}
+	fs.Usage = func() { Usage(out) }
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if *configPath != "" {
+		b, err := os.ReadFile(*configPath)
+		if err != nil {
+			return c, fmt.Errorf("config: %w", err)
+		}
+		dec := yaml.NewDecoder(strings.NewReader(string(b)))
+		dec.KnownFields(true)
+		if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+			return c, fmt.Errorf("config: %s: %w", *configPath, err)
+		}
+	}
+	for i, s := range settings {
+		if v := getenv(s.env); v != "" {
+			if err := set(&c, s, v); err != nil {
+				return c, err
+			}
+		}
+		if *vals[i] != "" {
+			if err := set(&c, s, *vals[i]); err != nil {
+				return c, err
+			}
+		}
+	}
+	if c.ModelsDir == "" {
+		c.ModelsDir = filepath.Join(c.DataDir, "models")
+	}
+	if c.DatabaseURL == "" {
+		c.DatabaseURL = filepath.Join(c.DataDir, "sovereign.db")
+	}
+	return c, c.Validate()
+}
+
+func set(c *Config, s setting, v string) error {
+	f := reflect.ValueOf(c).Elem().FieldByName(s.field)
+	bad := func(err error) error { return fmt.Errorf("config: %s (%s) = %q: %v", s.key, s.env, v, err) }
+	switch f.Interface().(type) {
+	case string:
+		f.SetString(v)
+	case bool:
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return bad(err)
+		}
+		f.SetBool(b)
+	case int, int64:
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return bad(err)
+		}
+		f.SetInt(n)
+	case time.Duration:
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return bad(err)
+		}
+		f.SetInt(int64(d))
+	}
+	return nil
+}
+
+// Validate checks the configuration: TLS needs both files, and plain HTTP
+// is refused on a non-loopback address unless explicitly allowed.
+func (c Config) Validate() error {
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return errors.New("config: tls_cert and tls_key must be given together")
+	}
+	if c.MaxBodyBytes <= 0 {
+		return errors.New("config: max_body_bytes must be positive")
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("config: log_level %q: want debug, info, warn or error", c.LogLevel)
+	}
+	if !c.TLS() && !c.AllowInsecureHTTP && !IsLoopback(c.Addr) {
+		return fmt.Errorf("config: refusing plain HTTP on %s, which is not a loopback address: set SOVEREIGN_TLS_CERT and SOVEREIGN_TLS_KEY to serve HTTPS, or SOVEREIGN_ALLOW_INSECURE_HTTP=true behind a TLS-terminating proxy", c.Addr)
+	}
+	return nil
+}
+
+// TLS reports whether HTTPS is configured.
+func (c Config) TLS() bool { return c.TLSCert != "" && c.TLSKey != "" }
+
+// IsLoopback reports whether addr (host:port) listens only on loopback.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Usage writes every setting with its flag, environment variable and
+// default.
+func Usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: sovereign serve [flags]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Settings come from defaults, then the YAML file (--config or SOVEREIGN_CONFIG,")
+	fmt.Fprintln(w, "keys as below), then the environment, then flags.")
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  %-24s %-32s %s\n", "--config", "SOVEREIGN_CONFIG", "YAML configuration file")
+	for _, s := range settings {
+		def := s.def
+		if def == "" {
+			def = "(none)"
+		}
+		fmt.Fprintf(w, "  %-24s %-32s %s [default %s]\n", "--"+strings.ReplaceAll(s.key, "_", "-"), s.env, s.help, def)
+	}
+}

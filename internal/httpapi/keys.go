@@ -1,0 +1,234 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
+	"github.com/sovereign-ai/sovereign/internal/auth"
+	"github.com/sovereign-ai/sovereign/internal/openai"
+)
+
+// KeyAdmin manages keys and teams.
+type KeyAdmin interface {
+	CreateTeam(ctx context.Context, name string) (auth.Team, error)
+	ListTeams(ctx context.Context) ([]auth.Team, error)
+	CreateKey(ctx context.Context, p auth.CreateKeyParams) (auth.Key, string, error)
+	GetKey(ctx context.Context, id string) (auth.Key, error)
+	ListKeys(ctx context.Context, teamID string) ([]auth.Key, error)
+	Revoke(ctx context.Context, id string) (auth.Key, error)
+	Rotate(ctx context.Context, id string, grace time.Duration) (auth.Key, string, error)
+}
+
+// APIKey is the API's key object. Key holds the secret only in the
+// responses that create it.
+type APIKey struct {
+	ID         string   `json:"id"`
+	Object     string   `json:"object"`
+	Name       string   `json:"name"`
+	Prefix     string   `json:"prefix"`
+	TeamID     string   `json:"team_id"`
+	Scopes     []string `json:"scopes"`
+	CreatedAt  int64    `json:"created_at"`
+	ExpiresAt  *int64   `json:"expires_at"`
+	LastUsedAt *int64   `json:"last_used_at"`
+	RevokedAt  *int64   `json:"revoked_at"`
+	Key        string   `json:"key,omitempty"`
+}
+
+func unix(t *time.Time) *int64 {
+	if t == nil {
+		return nil
+	}
+	u := t.Unix()
+	return &u
+}
+
+func keyObject(k auth.Key, secret string) APIKey {
+	scopes := make([]string, len(k.Scopes))
+	for i, s := range k.Scopes {
+		scopes[i] = string(s)
+	}
+	return APIKey{ID: k.ID, Object: "api_key", Name: k.Name, Prefix: k.Prefix, TeamID: k.TeamID, Scopes: scopes,
+		CreatedAt: k.CreatedAt.Unix(), ExpiresAt: unix(k.ExpiresAt), LastUsedAt: unix(k.LastUsedAt), RevokedAt: unix(k.RevokedAt), Key: secret}
+}
+
+// Team is the API's team object.
+type Team struct {
+	ID        string `json:"id"`
+	Object    string `json:"object"`
+	Name      string `json:"name"`
+	CreatedAt int64  `json:"created_at"`
+}
+
+func teamObject(t auth.Team) Team {
+	return Team{ID: t.ID, Object: "team", Name: t.Name, CreatedAt: t.CreatedAt.Unix()}
+}
+
+type createKeyRequest struct {
+	Name      string   `json:"name"`
+	TeamID    string   `json:"team_id"`
+	Scopes    []string `json:"scopes"`
+	ExpiresIn *int64   `json:"expires_in"`
+}
+
+// adminError maps key-service errors to API errors with messages that name
+// what was asked for (what, e.g. `API key "key_…"`) and never storage
+// details.
+func adminError(err error, what string) error {
+	var inv *auth.InvalidParamError
+	switch {
+	case errors.As(err, &inv):
+		return &apierr.Error{Code: apierr.InvalidRequest, Param: inv.Param, Message: inv.Message, Err: err}
+	case errors.Is(err, auth.ErrNotFound):
+		return &apierr.Error{Code: apierr.NotFound, Message: "no " + what, Err: err}
+	case errors.Is(err, auth.ErrAlreadyRotated):
+		return &apierr.Error{Code: apierr.Conflict, Message: what + " has already been rotated", Err: err}
+	case errors.Is(err, auth.ErrConflict):
+		return &apierr.Error{Code: apierr.Conflict, Message: what + " already exists", Err: err}
+	}
+	return err
+}
+
+func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
+	var req createKeyRequest
+	if err := openai.Decode(r.Body, &req); err != nil {
+		return err
+	}
+	scopes, err := auth.NormalizeScopes(req.Scopes)
+	if err != nil {
+		return apierr.Invalid("scopes", err.Error())
+	}
+	p := auth.CreateKeyParams{Name: req.Name, TeamID: req.TeamID, Scopes: scopes}
+	if p.TeamID == "" {
+		k, _ := KeyFrom(r.Context())
+		p.TeamID = k.TeamID
+	}
+	if req.ExpiresIn != nil {
+		if *req.ExpiresIn <= 0 {
+			return apierr.Invalid("expires_in", "'expires_in' must be a positive number of seconds")
+		}
+		t := time.Now().Add(time.Duration(*req.ExpiresIn) * time.Second)
+		p.ExpiresAt = &t
+	}
+	if req.Name == "" {
+		return apierr.Invalid("name", "'name' is required")
+	}
+	k, secret, err := s.Keys.CreateKey(r.Context(), p)
+	if err != nil {
+		return adminError(err, fmt.Sprintf("team %q", p.TeamID))
+	}
+	return writeJSON(w, http.StatusCreated, keyObject(k, secret))
+}
+
+// visibleKey fetches key id when the caller may see it: admins see every
+// key, others only their team's (anything else is not found, so key ids of
+// other teams are not disclosed).
+func (s *Server) visibleKey(r *http.Request, id string) (auth.Key, error) {
+	k, err := s.Keys.GetKey(r.Context(), id)
+	if err != nil {
+		return k, adminError(err, fmt.Sprintf("API key %q", id))
+	}
+	caller, _ := KeyFrom(r.Context())
+	if !auth.HasScope(caller, auth.ScopeAdmin) && k.TeamID != caller.TeamID {
+		return k, apierr.New(apierr.NotFound, fmt.Sprintf("no API key %q", id))
+	}
+	return k, nil
+}
+
+func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) error {
+	caller, _ := KeyFrom(r.Context())
+	team := r.URL.Query().Get("team_id")
+	if !auth.HasScope(caller, auth.ScopeAdmin) {
+		if team != "" && team != caller.TeamID {
+			return &apierr.Error{Code: apierr.PermissionDenied, Message: "only admin keys can list other teams' keys"}
+		}
+		team = caller.TeamID
+	}
+	keys, err := s.Keys.ListKeys(r.Context(), team)
+	if err != nil {
+		return err
+	}
+	data := make([]APIKey, 0, len(keys))
+	for _, k := range keys {
+		data = append(data, keyObject(k, ""))
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+func (s *Server) getKey(w http.ResponseWriter, r *http.Request) error {
+	k, err := s.visibleKey(r, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, keyObject(k, ""))
+}
+
+func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	k, err := s.Keys.Revoke(r.Context(), id)
+	if err != nil {
+		return adminError(err, fmt.Sprintf("API key %q", id))
+	}
+	return writeJSON(w, http.StatusOK, keyObject(k, ""))
+}
+
+type rotateRequest struct {
+	GraceSeconds *int64 `json:"grace_seconds"`
+}
+
+func (s *Server) rotateKey(w http.ResponseWriter, r *http.Request) error {
+	var req rotateRequest
+	if r.ContentLength != 0 {
+		if err := openai.Decode(r.Body, &req); err != nil {
+			return err
+		}
+	}
+	grace := 24 * time.Hour
+	if req.GraceSeconds != nil {
+		if *req.GraceSeconds < 0 {
+			return apierr.Invalid("grace_seconds", "'grace_seconds' must not be negative")
+		}
+		grace = time.Duration(*req.GraceSeconds) * time.Second
+	}
+	id := r.PathValue("id")
+	k, secret, err := s.Keys.Rotate(r.Context(), id, grace)
+	if err != nil {
+		return adminError(err, fmt.Sprintf("API key %q", id))
+	}
+	return writeJSON(w, http.StatusCreated, keyObject(k, secret))
+}
+
+type createTeamRequest struct {
+	Name string `json:"name"`
+}
+
+func (s *Server) createTeam(w http.ResponseWriter, r *http.Request) error {
+	var req createTeamRequest
+	if err := openai.Decode(r.Body, &req); err != nil {
+		return err
+	}
+	if req.Name == "" {
+		return apierr.Invalid("name", "'name' is required")
+	}
+	t, err := s.Keys.CreateTeam(r.Context(), req.Name)
+	if err != nil {
+		return adminError(err, fmt.Sprintf("a team named %q", req.Name))
+	}
+	return writeJSON(w, http.StatusCreated, teamObject(t))
+}
+
+func (s *Server) listTeams(w http.ResponseWriter, r *http.Request) error {
+	teams, err := s.Keys.ListTeams(r.Context())
+	if err != nil {
+		return err
+	}
+	data := make([]Team, 0, len(teams))
+	for _, t := range teams {
+		data = append(data, teamObject(t))
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}

@@ -1,0 +1,150 @@
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
+	"github.com/sovereign-ai/sovereign/internal/auth"
+)
+
+// Authenticator resolves a bearer secret to its key.
+type Authenticator interface {
+	Authenticate(ctx context.Context, secret string) (auth.Key, error)
+}
+
+type ctxKey int
+
+const (
+	keyCtx ctxKey = iota
+	requestIDCtx
+	infoCtx
+)
+
+// requestInfo carries what inner handlers learn back to the access log.
+type requestInfo struct {
+	key *auth.Key
+}
+
+// KeyFrom returns the authenticated key of the request, if any.
+func KeyFrom(ctx context.Context) (auth.Key, bool) {
+	k, ok := ctx.Value(keyCtx).(auth.Key)
+	return k, ok
+}
+
+// RequestID returns the request's id.
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDCtx).(string)
+	return id
+}
+
+var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
+
+func newRequestID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return "req_" + hex.EncodeToString(b[:])
+}
+
+// statusWriter records the response status for logs and metrics.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Flush passes through to the underlying writer.
+func (s *statusWriter) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap exposes the underlying writer to http.ResponseController.
+func (s *statusWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// observe assigns the request id (keeping a well-formed incoming
+// x-request-id), and logs and measures every request once it ends.
+func (s *Server) observe(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get("X-Request-Id")
+		if !validRequestID.MatchString(id) {
+			id = newRequestID()
+		}
+		w.Header().Set("X-Request-Id", id)
+		info := &requestInfo{}
+		ctx := context.WithValue(context.WithValue(r.Context(), requestIDCtx, id), infoCtx, info)
+		sw := &statusWriter{ResponseWriter: w}
+		inner := r.WithContext(ctx)
+		next.ServeHTTP(sw, inner)
+		if sw.status == 0 {
+			sw.status = http.StatusOK
+		}
+		d := time.Since(start)
+		route := inner.Pattern
+		if route == "" {
+			route = "unmatched"
+		}
+		if s.Metrics != nil {
+			s.Metrics.ObserveRequest(route, r.Method, sw.status, d)
+		}
+		attrs := []any{"request_id", id, "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration_ms", d.Milliseconds()}
+		if k := info.key; k != nil {
+			attrs = append(attrs, "key_id", k.ID, "team_id", k.TeamID)
+		}
+		s.Log.Info("request", attrs...)
+	})
+}
+
+// authenticate checks the bearer key and the route's scope. It returns the
+// request with the key in its context.
+func (s *Server) authenticate(r *http.Request, scope auth.Scope) (*http.Request, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return r, apierr.New(apierr.MissingAPIKey, "You didn't provide an API key. Send it in the Authorization header as 'Bearer sk-sov-…'.")
+	}
+	secret, ok := strings.CutPrefix(h, "Bearer ")
+	if !ok {
+		return r, apierr.New(apierr.InvalidAPIKey, "The Authorization header must be 'Bearer <API key>'.")
+	}
+	key, err := s.Auth.Authenticate(r.Context(), strings.TrimSpace(secret))
+	switch {
+	case errors.Is(err, auth.ErrMissingKey):
+		return r, apierr.New(apierr.MissingAPIKey, "You didn't provide an API key. Send it in the Authorization header as 'Bearer sk-sov-…'.")
+	case errors.Is(err, auth.ErrRevokedKey):
+		return r, apierr.New(apierr.InvalidAPIKey, "This API key has been revoked.")
+	case errors.Is(err, auth.ErrExpiredKey):
+		return r, apierr.New(apierr.InvalidAPIKey, "This API key has expired.")
+	case errors.Is(err, auth.ErrInvalidKey):
+		return r, apierr.New(apierr.InvalidAPIKey, "Incorrect API key provided.")
+	case err != nil:
+		return r, err
+	}
+	if !auth.HasScope(key, scope) {
+		return r, &apierr.Error{Code: apierr.PermissionDenied, Message: "This API key lacks the '" + string(scope) + "' scope this operation needs."}
+	}
+	if info, ok := r.Context().Value(infoCtx).(*requestInfo); ok {
+		info.key = &key
+	}
+	return r.WithContext(context.WithValue(r.Context(), keyCtx, key)), nil
+}

@@ -1,0 +1,94 @@
+// Package metrics exposes Sovereign's Prometheus metrics: HTTP requests and
+// latency by route, tokens by model, and the engine's queue depth and loaded
+// models, read at scrape time.
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// ModelState is what the metrics read of a loaded model.
+type ModelState struct {
+	ID       string
+	State    string
+	Inflight int
+}
+
+// Metrics holds the collectors.
+type Metrics struct {
+	reg      *prometheus.Registry
+	requests *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+	tokens   *prometheus.CounterVec
+}
+
+// New registers the collectors; models is called at scrape time for the
+// engine gauges (it may be nil).
+func New(models func() []ModelState) *Metrics {
+	reg := prometheus.NewRegistry()
+	m := &Metrics{
+		reg: reg,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sovereign_http_requests_total", Help: "HTTP requests by route, method and status code.",
+		}, []string{"route", "method", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "sovereign_http_request_duration_seconds", Help: "HTTP request latency by route (streams: until the last byte).",
+			Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300},
+		}, []string{"route"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sovereign_tokens_total", Help: "Tokens processed by model and kind (prompt, completion).",
+		}, []string{"model", "kind"}),
+	}
+	reg.MustRegister(m.requests, m.latency, m.tokens,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if models != nil {
+		reg.MustRegister(&engineCollector{models: models})
+	}
+	return m
+}
+
+// Handler serves the metrics in Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// ObserveRequest records one finished request.
+func (m *Metrics) ObserveRequest(route, method string, code int, d time.Duration) {
+	m.requests.WithLabelValues(route, method, strconv.Itoa(code)).Inc()
+	m.latency.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// AddTokens counts prompt and completion tokens for model.
+func (m *Metrics) AddTokens(model string, prompt, completion int) {
+	m.tokens.WithLabelValues(model, "prompt").Add(float64(prompt))
+	m.tokens.WithLabelValues(model, "completion").Add(float64(completion))
+}
+
+var (
+	queueDesc  = prometheus.NewDesc("sovereign_model_requests_inflight", "Requests running or queued per loaded model.", []string{"model"}, nil)
+	loadedDesc = prometheus.NewDesc("sovereign_models_loaded", "Models loaded (state ready) in runner processes.", nil, nil)
+)
+
+type engineCollector struct{ models func() []ModelState }
+
+func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- queueDesc
+	ch <- loadedDesc
+}
+
+func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
+	loaded := 0
+	for _, s := range c.models() {
+		if s.State == "ready" {
+			loaded++
+		}
+		ch <- prometheus.MustNewConstMetric(queueDesc, prometheus.GaugeValue, float64(s.Inflight), s.ID)
+	}
+	ch <- prometheus.MustNewConstMetric(loadedDesc, prometheus.GaugeValue, float64(loaded))
+}

@@ -1,0 +1,125 @@
+// Package postgres is the shared store: PostgreSQL through
+// github.com/jackc/pgx/v5 (database/sql interface), for running several
+// API server replicas on one database. Open applies the embedded
+// migrations under an advisory lock, so replicas starting together do not
+// race; each domain's queries live in their own file (keys.go for teams
+// and API keys).
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"github.com/sovereign-ai/sovereign/internal/auth"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Store is a PostgreSQL database holding Sovereign's state. It is safe for
+// concurrent use.
+type Store struct {
+	db *sql.DB
+}
+
+// Open connects to the PostgreSQL database at url (postgres://… or
+// postgresql://…, any parameter pgx accepts; an unknown parameter such as
+// search_path=… is sent to the server as a run-time setting) and brings
+// its schema up to date. Errors: the URL is malformed, the server cannot
+// be reached, or a migration fails.
+func Open(ctx context.Context, url string) (*Store, error) {
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	db.SetMaxOpenConns(20)
+	db.SetMaxIdleConns(5)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	pctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if err := db.PingContext(pctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	s := &Store{db: db}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	return s, nil
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return err
+	}
+	// Retry the advisory lock every second for up to five minutes.
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, s.db, sub, goose.WithSessionLocker(locker))
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	return nil
+}
+
+// Close closes the connection pool. Errors: those of database/sql's Close.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Ping checks that the database answers (for readiness probes). Errors:
+// the server cannot be reached.
+func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
+
+// SQLSTATE codes this package reacts to.
+const (
+	uniqueViolation     = "23505"
+	foreignKeyViolation = "23503"
+)
+
+func sqlState(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+// classify maps unique violations to auth.ErrConflict.
+func classify(err error) error {
+	if sqlState(err) == uniqueViolation {
+		return fmt.Errorf("%w: %v", auth.ErrConflict, err)
+	}
+	return err
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+func nullTime(t sql.NullTime) *time.Time {
+	if !t.Valid {
+		return nil
+	}
+	u := t.Time.UTC()
+	return &u
+}

@@ -1,0 +1,156 @@
+// Package sqlite is the embedded store: SQLite through the pure-Go driver
+// modernc.org/sqlite (cgo is reserved for the llama.cpp binding). Open
+// applies the embedded migrations; each domain's queries live in their own
+// file (keys.go for teams and API keys).
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/pressly/goose/v3"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/sovereign-ai/sovereign/internal/auth"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Store is a SQLite database holding Sovereign's state. It is safe for
+// concurrent use.
+type Store struct {
+	db *sql.DB
+}
+
+// Open opens (creating if needed) the SQLite database at path and brings
+// its schema up to date. The database runs in WAL mode with a 5 s busy
+// timeout, foreign keys enforced and write transactions that take the
+// write lock when they begin. path ":memory:" (or "") opens a private
+// in-memory database on a single connection, for tests. The parent
+// directory is created if missing. Errors: the file cannot be opened or
+// a migration fails.
+func Open(ctx context.Context, path string) (*Store, error) {
+	memory := path == "" || path == ":memory:"
+	if memory {
+		path = ":memory:"
+	} else {
+		if strings.ContainsAny(path, "?#") {
+			return nil, fmt.Errorf("sqlite: path %q: '?' and '#' are not allowed in a database path", path)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("sqlite: %w", err)
+		}
+	}
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(5000)")
+	q.Add("_pragma", "foreign_keys(1)")
+	if !memory {
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous(NORMAL)")
+	}
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", path+"?"+q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if memory {
+		// Every connection to ":memory:" is a different database.
+		db.SetMaxOpenConns(1)
+	}
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	s := &Store{db: db}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return err
+	}
+	p, err := goose.NewProvider(goose.DialectSQLite3, s.db, sub)
+	if err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	return nil
+}
+
+// Close closes the database. Errors: those of database/sql's Close.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Ping checks that the database answers (for readiness probes). Errors:
+// the database cannot be reached.
+func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
+
+// timeFormat is fixed-width so that stored times sort as they compare.
+const timeFormat = "2006-01-02T15:04:05.000000Z"
+
+func fmtTime(t time.Time) string { return t.UTC().Format(timeFormat) }
+
+func fmtTimePtr(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return fmtTime(*t)
+}
+
+func parseTime(s string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("sqlite: bad stored time %q: %w", s, err)
+	}
+	return t.UTC(), nil
+}
+
+func parseTimePtr(s sql.NullString) (*time.Time, error) {
+	if !s.Valid {
+		return nil, nil
+	}
+	t, err := parseTime(s.String)
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+// classify maps unique and primary-key violations to auth.ErrConflict.
+func classify(err error) error {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return err
+	}
+	switch se.Code() {
+	case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+		return fmt.Errorf("%w: %v", auth.ErrConflict, err)
+	}
+	return err
+}
+
+// isForeignKey reports whether err is a foreign-key violation. SQLite
+// reports ON DELETE RESTRICT through its trigger code (1811), so the
+// message is checked too.
+func isForeignKey(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	return se.Code() == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY ||
+		se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT && strings.Contains(se.Error(), "FOREIGN KEY")
+}

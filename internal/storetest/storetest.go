@@ -1,0 +1,511 @@
+// Package storetest is the one contract test suite for store
+// implementations. internal/sqlite and internal/postgres run it from their
+// tests, so both dialects are held to the same behaviour: errors.Is
+// classification (auth.ErrNotFound, auth.ErrConflict), UTC times kept to
+// the microsecond, partial key updates, ordering and filters.
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/auth"
+)
+
+// Run runs the suite. open must return a fresh, empty, migrated store for
+// each call and close it when the test ends (t.Cleanup).
+func Run(t *testing.T, open func(t *testing.T) auth.KeyStore) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s auth.KeyStore)
+	}{
+		{"Teams", testTeams},
+		{"TeamConflicts", testTeamConflicts},
+		{"DeleteTeam", testDeleteTeam},
+		{"KeyRoundTrip", testKeyRoundTrip},
+		{"KeyLookups", testKeyLookups},
+		{"KeyConflicts", testKeyConflicts},
+		{"ListKeys", testListKeys},
+		{"UpdateKey", testUpdateKey},
+		{"TimesAreUTC", testTimesAreUTC},
+		{"ConcurrentWrites", testConcurrentWrites},
+		{"Service", testService},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.fn(t, open(t))
+		})
+	}
+}
+
+var base = time.Date(2025, 3, 14, 15, 9, 26, 535897000, time.UTC)
+
+func at(d time.Duration) time.Time { return base.Add(d) }
+
+func ptr[T any](v T) *T { return &v }
+
+func hash(s string) []byte {
+	h := sha256.Sum256([]byte(s))
+	return h[:]
+}
+
+func team(id, name string, created time.Time) auth.Team {
+	return auth.Team{ID: id, Name: name, CreatedAt: created}
+}
+
+func key(id, teamID string, created time.Time) auth.Key {
+	return auth.Key{
+		ID:        id,
+		Name:      "name of " + id,
+		Prefix:    "sk-sov-" + id[len(id)-5:],
+		Hash:      hash(id),
+		TeamID:    teamID,
+		Scopes:    []auth.Scope{auth.ScopeInference, auth.ScopeModelsRead},
+		CreatedAt: created,
+	}
+}
+
+func mustTeam(t *testing.T, s auth.KeyStore, tm auth.Team) {
+	t.Helper()
+	if err := s.CreateTeam(context.Background(), tm); err != nil {
+		t.Fatalf("CreateTeam(%s): %v", tm.ID, err)
+	}
+}
+
+func mustKey(t *testing.T, s auth.KeyStore, k auth.Key) {
+	t.Helper()
+	if err := s.CreateKey(context.Background(), k); err != nil {
+		t.Fatalf("CreateKey(%s): %v", k.ID, err)
+	}
+}
+
+func wantErr(t *testing.T, what string, err, target error) {
+	t.Helper()
+	if !errors.Is(err, target) {
+		t.Errorf("%s: err = %v, want %v", what, err, target)
+	}
+}
+
+func equalTime(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Equal(*b) && a.Location() == time.UTC && b.Location() == time.UTC
+}
+
+// keyDiff describes how got differs from want ("" if equal).
+func keyDiff(got, want auth.Key) string {
+	var d []string
+	if got.ID != want.ID || got.Name != want.Name || got.Prefix != want.Prefix ||
+		got.TeamID != want.TeamID || got.RotatedTo != want.RotatedTo {
+		d = append(d, fmt.Sprintf("fields %q/%q/%q/%q/%q, want %q/%q/%q/%q/%q",
+			got.ID, got.Name, got.Prefix, got.TeamID, got.RotatedTo,
+			want.ID, want.Name, want.Prefix, want.TeamID, want.RotatedTo))
+	}
+	if !bytes.Equal(got.Hash, want.Hash) {
+		d = append(d, fmt.Sprintf("hash %x, want %x", got.Hash, want.Hash))
+	}
+	if !(len(got.Scopes) == 0 && len(want.Scopes) == 0) && !reflect.DeepEqual(got.Scopes, want.Scopes) {
+		d = append(d, fmt.Sprintf("scopes %v, want %v", got.Scopes, want.Scopes))
+	}
+	for _, c := range []struct {
+		name      string
+		got, want *time.Time
+	}{
+		{"created_at", &got.CreatedAt, &want.CreatedAt},
+		{"expires_at", got.ExpiresAt, want.ExpiresAt},
+		{"last_used_at", got.LastUsedAt, want.LastUsedAt},
+		{"revoked_at", got.RevokedAt, want.RevokedAt},
+	} {
+		if !equalTime(c.got, c.want) {
+			d = append(d, fmt.Sprintf("%s %v, want %v (UTC)", c.name, c.got, c.want))
+		}
+	}
+	if len(d) == 0 {
+		return ""
+	}
+	return fmt.Sprint(d)
+}
+
+func testTeams(t *testing.T, s auth.KeyStore) {
+	ctx := context.Background()
+	if got, err := s.ListTeams(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("ListTeams on empty store = %v, %v; want none", got, err)
+	}
+	b := team("team_b", "beta", at(time.Second))
+	a := team("team_a", "alpha", at(0))
+	c := team("team_c", "gamma", at(time.Second)) // same instant as b: ordered by id
+	mustTeam(t, s, b)
+	mustTeam(t, s, a)
+	mustTeam(t, s, c)
+
+	got, err := s.GetTeam(ctx, "team_b")
+	if err != nil || got.ID != b.ID || got.Name != b.Name || !equalTime(&got.CreatedAt, &b.CreatedAt) {
+		t.Errorf("GetTeam = %+v, %v; want %+v", got, err, b)
+	}
+	got, err = s.GetTeamByName(ctx, "alpha")
+	if err != nil || got.ID != a.ID {
+		t.Errorf("GetTeamByName(alpha) = %+v, %v; want %s", got, err, a.ID)
+	}
+	_, err = s.GetTeam(ctx, "team_nope")
+	wantErr(t, "GetTeam(missing)", err, auth.ErrNotFound)
+	_, err = s.GetTeamByName(ctx, "nope")
+	wantErr(t, "GetTeamByName(missing)", err, auth.ErrNotFound)
+	_, err = s.GetTeamByName(ctx, "ALPHA")
+	wantErr(t, "GetTeamByName is case-sensitive", err, auth.ErrNotFound)
+
+	list, err := s.ListTeams(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, tm := range list {
+		ids = append(ids, tm.ID)
+	}
+	if want := []string{"team_a", "team_b", "team_c"}; !reflect.DeepEqual(ids, want) {
+		t.Errorf("ListTeams order = %v, want %v", ids, want)
+	}
+}
+
+func testTeamConflicts(t *testing.T, s auth.KeyStore) {
+	ctx := context.Background()
+	mustTeam(t, s, team("team_a", "alpha", at(0)))
+	wantErr(t, "same name", s.CreateTeam(ctx, team("team_b", "alpha", at(0))), auth.ErrConflict)
+	wantErr(t, "same id", s.CreateTeam(ctx, team("team_a", "other", at(0))), auth.ErrConflict)
+	if list, _ := s.ListTeams(ctx); len(list) != 1 {
+		t.Errorf("after conflicts %d teams, want 1", len(list))
+	}
+}
+
+func testDeleteTeam(t *testing.T, s auth.KeyStore) {
+	ctx := context.Background()
+	mustTeam(t, s, team("team_a", "alpha", at(0)))
+	mustTeam(t, s, team("team_b", "beta", at(0)))
+	k := key("key_aaaaa", "team_b", at(0))
+	k.RevokedAt = ptr(at(time.Hour))
+	mustKey(t, s, k)
+
+	if err := s.DeleteTeam(ctx, "team_a"); err != nil {
+		t.Fatalf("DeleteTeam(empty team): %v", err)
+	}
+	_, err := s.GetTeam(ctx, "team_a")
+	wantErr(t, "GetTeam after delete", err, auth.ErrNotFound)
+	wantErr(t, "DeleteTeam again", s.DeleteTeam(ctx, "team_a"), auth.ErrNotFound)
+	wantErr(t, "DeleteTeam with a (revoked) key", s.DeleteTeam(ctx, "team_b"), auth.ErrConflict)
+	if _, err := s.GetKey(ctx, k.ID); err != nil {
+		t.Errorf("key lost after refused team delete: %v", err)
+	}
+}
+
+func testKeyRoundTrip(t *testing.T, s auth.KeyStore) {
+	ctx := context.Background()
+	mustTeam(t, s, team("team_a", "alpha", at(0)))
+
+	plain := key("key_plain", "team_a", at(0))
+	plain.Name = ""
+	full := key("key_fullx", "team_a", at(time.Minute))
+	full.Scopes = []auth.Scope{auth.ScopeAdmin, auth.ScopeKeysRead, auth.ScopeModelsWrite, "future:scope"}
+	full.ExpiresAt = ptr(at(48 * time.Hour))
+	full.LastUsedAt = ptr(at(2 * time.Minute))
+	full.RevokedAt = ptr(at(3 * time.Minute))
+	full.RotatedTo = "key_plain"
+	mustKey(t, s, plain)
+	mustKey(t, s, full)
+
+	for _, want := range []auth.Key{plain, full} {
+		got, err := s.GetKey(ctx, want.ID)
+		if err != nil {
+			t.Fatalf("GetKey(%s): %v", want.ID, err)
+		}
+		if d := keyDiff(got, want); d != "" {
+			t.Errorf("GetKey(%s): %s", want.ID, d)
+		}
+	}
+}
+
+func testKeyLookups(t *testing.T, s auth.KeyStore) {
+	ctx := context.Background()
+	mustTeam(t, s, team("team_a", "alpha", at(0)))
+	k1 := key("key_11111", "team_a", at(0))
+	k2 := key("key_22222", "team_a", at(0))
+	mustKey(t, s, k1)
+	mustKey(t, s, k2)
+
+	got, err := s.GetKeyByHash(ctx, hash("key_22222"))
+	if err != nil || got.ID != k2.ID {
+		t.Errorf("GetKeyByHash = %s, %v; want %s", got.ID, err, k2.ID)
+	}
+	if d := keyDiff(got, k2); d != "" {
+		t.Errorf("GetKeyByHash: %s", d)
+	}
+	_, err = s.GetKeyByHash(ctx, hash("unknown"))
+	wantErr(t, "GetKeyByHash(unknown)", err, auth.ErrNotFound)
+	_, err = s.GetKeyByHash(ctx, hash("key_22222")[:16])
+	wantErr(t, "GetKeyByHash(hash prefix)", err, auth.ErrNotFound)
+	_, err = s.GetKeyByHash(ctx, nil)
+	wantErr(t, "GetKeyByHash(nil)", err, auth.ErrNotFound)
+	_, err = s.GetKey(ctx, "key_missing")
+	wantErr(t, "GetKey(missing)", err, auth.ErrNotFound)
+	if n, err := s.CountKeys(ctx); err != nil || n != 2 {
+		t.Errorf("CountKeys = %d, %v; want 2", n, err)
+	}
+}
+
+func testKeyConflicts(t *testing.T, s auth.KeyStore) {
+	ctx := context.Background()
+	if n, err := s.CountKeys(ctx); err != nil || n != 0 {
+		t.Fatalf("CountKeys on empty store = %d, %v", n, err)
+	}
+	mustTeam(t, s, team("team_a", "alpha", at(0)))
+	k := key("key_11111", "team_a", at(0))
+	mustKey(t, s, k)
+
+	dupHash := key("key_22222", "team_a", at(0))
+	dupHash.Hash = k.Hash
+	wantErr(t, "same hash", s.CreateKey(ctx, dupHash), auth.ErrConflict)
+
+	dupID := key("key_11111", "team_a", at(0))
+	dupID.Hash = hash("other")
+	wantErr(t, "same id", s.CreateKey(ctx, dupID), auth.ErrConflict)
+
+	noTeam := key("key_33333", "team_missing", at(0))
+	wantErr(t, "unknown team", s.CreateKey(ctx, noTeam), auth.ErrNotFound)
+
+	if n, err := s.CountKeys(ctx); err != nil || n != 1 {
+		t.Errorf("CountKeys after refused inserts = %d, %v; want 1", n, err)
+	}
+}
+
+func testListKeys(t *testing.T, s auth.KeyStore) {
+	ctx := context.Background()
+	if got, err := s.ListKeys(ctx, ""); err != nil || len(got) != 0 {
+		t.Fatalf("ListKeys on empty store = %v, %v", got, err)
+	}
+	mustTeam(t, s, team("team_a", "alpha", at(0)))
+	mustTeam(t, s, team("team_b", "beta", at(0)))
+	mustKey(t, s, key("key_a0003", "team_a", at(3*time.Second)))
+	mustKey(t, s, key("key_b0001", "team_b", at(1*time.Second)))
+	mustKey(t, s, key("key_a0001", "team_a", at(1*time.Second)))
+	mustKey(t, s, key("key_a0002", "team_a", at(2*time.Second)))
+
+	ids := func(teamID string) []string {
+		t.Helper()
+		keys, err := s.ListKeys(ctx, teamID)
+		if err != nil {
+			t.Fatalf("ListKeys(%q): %v", teamID, err)
+		}
+		out := []string{}
+		for _, k := range keys {
+			out = append(out, k.ID)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		team string
+		want []string
+	}{
+		{"", []string{"key_a0001", "key_b0001", "key_a0002", "key_a0003"}},
+		{"team_a", []string{"key_a0001", "key_a0002", "key_a0003"}},
+		{"team_b", []string{"key_b0001"}},
+		{"team_missing", []string{}},
+	} {
+		if got := ids(c.team); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("ListKeys(%q) = %v, want %v", c.team, got, c.want)
+		}
+	}
+	keys, _ := s.ListKeys(ctx, "team_b")
+	if len(keys) == 1 {
+		if d := keyDiff(keys[0], key("key_b0001", "team_b", at(1*time.Second))); d != "" {
+			t.Errorf("ListKeys row: %s", d)
+		}
+	}
+}
+
+func testUpdateKey(t *testing.T, s auth.KeyStore) {
+	ctx := context.Background()
+	mustTeam(t, s, team("team_a", "alpha", at(0)))
+	k := key("key_11111", "team_a", at(0))
+	other := key("key_22222", "team_a", at(0))
+	mustKey(t, s, k)
+	mustKey(t, s, other)
+
+	get := func() auth.Key {
+		t.Helper()
+		got, err := s.GetKey(ctx, k.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	step := func(what string, u auth.KeyUpdate, apply func(*auth.Key)) {
+		t.Helper()
+		if err := s.UpdateKey(ctx, k.ID, u); err != nil {
+			t.Fatalf("%s: UpdateKey: %v", what, err)
+		}
+		apply(&k)
+		if d := keyDiff(get(), k); d != "" {
+			t.Errorf("%s: %s", what, d)
+		}
+	}
+	step("last used", auth.KeyUpdate{LastUsedAt: ptr(at(time.Minute))}, func(k *auth.Key) { k.LastUsedAt = ptr(at(time.Minute)) })
+	step("last used again", auth.KeyUpdate{LastUsedAt: ptr(at(2 * time.Minute))}, func(k *auth.Key) { k.LastUsedAt = ptr(at(2 * time.Minute)) })
+	step("expires", auth.KeyUpdate{ExpiresAt: ptr(at(time.Hour))}, func(k *auth.Key) { k.ExpiresAt = ptr(at(time.Hour)) })
+	step("rotated", auth.KeyUpdate{RotatedTo: ptr("key_22222"), ExpiresAt: ptr(at(30 * time.Minute))}, func(k *auth.Key) {
+		k.RotatedTo = "key_22222"
+		k.ExpiresAt = ptr(at(30 * time.Minute))
+	})
+	step("revoked", auth.KeyUpdate{RevokedAt: ptr(at(3 * time.Minute))}, func(k *auth.Key) { k.RevokedAt = ptr(at(3 * time.Minute)) })
+	step("touch after revoke keeps revocation", auth.KeyUpdate{LastUsedAt: ptr(at(4 * time.Minute))}, func(k *auth.Key) { k.LastUsedAt = ptr(at(4 * time.Minute)) })
+	step("empty update", auth.KeyUpdate{}, func(*auth.Key) {})
+
+	if d := keyDiff(mustGet(t, s, other.ID), other); d != "" {
+		t.Errorf("other key changed: %s", d)
+	}
+	wantErr(t, "UpdateKey(missing)", s.UpdateKey(ctx, "key_missing", auth.KeyUpdate{RevokedAt: ptr(at(0))}), auth.ErrNotFound)
+	wantErr(t, "UpdateKey(missing, empty)", s.UpdateKey(ctx, "key_missing", auth.KeyUpdate{}), auth.ErrNotFound)
+}
+
+func mustGet(t *testing.T, s auth.KeyStore, id string) auth.Key {
+	t.Helper()
+	k, err := s.GetKey(context.Background(), id)
+	if err != nil {
+		t.Fatalf("GetKey(%s): %v", id, err)
+	}
+	return k
+}
+
+func testTimesAreUTC(t *testing.T, s auth.KeyStore) {
+	ctx := context.Background()
+	tokyo := time.FixedZone("JST", 9*3600)
+	created := time.Date(2025, 1, 1, 8, 30, 0, 123456000, tokyo) // 2024-12-31T23:30:00.123456Z
+	mustTeam(t, s, team("team_a", "alpha", created))
+	k := key("key_11111", "team_a", created)
+	k.ExpiresAt = ptr(created.Add(time.Hour))
+	mustKey(t, s, k)
+	if err := s.UpdateKey(ctx, k.ID, auth.KeyUpdate{LastUsedAt: ptr(created.Add(time.Minute))}); err != nil {
+		t.Fatal(err)
+	}
+
+	tm, err := s.GetTeam(ctx, "team_a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tm.CreatedAt.Location() != time.UTC || !tm.CreatedAt.Equal(created) {
+		t.Errorf("team created_at = %v, want %v in UTC", tm.CreatedAt, created.UTC())
+	}
+	got := mustGet(t, s, k.ID)
+	want := k
+	want.CreatedAt, want.ExpiresAt = created.UTC(), ptr(created.Add(time.Hour).UTC())
+	want.LastUsedAt = ptr(created.Add(time.Minute).UTC())
+	if d := keyDiff(got, want); d != "" {
+		t.Errorf("times: %s", d)
+	}
+	if got.CreatedAt.Nanosecond() != 123456000 {
+		t.Errorf("created_at lost precision: %v", got.CreatedAt)
+	}
+}
+
+func testConcurrentWrites(t *testing.T, s auth.KeyStore) {
+	ctx := context.Background()
+	mustTeam(t, s, team("team_a", "alpha", at(0)))
+	const workers, each = 8, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*each*2)
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				k := key(fmt.Sprintf("key_w%dn%03d", w, i), "team_a", at(time.Duration(i)*time.Millisecond))
+				if err := s.CreateKey(ctx, k); err != nil {
+					errs <- err
+					continue
+				}
+				if err := s.UpdateKey(ctx, k.ID, auth.KeyUpdate{LastUsedAt: ptr(at(time.Hour))}); err != nil {
+					errs <- err
+				}
+				if _, err := s.GetKeyByHash(ctx, k.Hash); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("concurrent write: %v", err)
+	}
+	if n, err := s.CountKeys(ctx); err != nil || n != workers*each {
+		t.Errorf("CountKeys = %d, %v; want %d", n, err, workers*each)
+	}
+}
+
+// testService drives auth.Service over the real store: the path the API
+// server takes.
+func testService(t *testing.T, s auth.KeyStore) {
+	ctx := context.Background()
+	now := time.Now().UTC()
+	svc := auth.NewService(s)
+	svc.Now = func() time.Time { return now }
+
+	secret, created, err := svc.Bootstrap(ctx, "")
+	if err != nil || !created || secret == "" {
+		t.Fatalf("Bootstrap = %q, %v, %v", secret, created, err)
+	}
+	if _, created, err := svc.Bootstrap(ctx, ""); err != nil || created {
+		t.Fatalf("second Bootstrap created=%v err=%v; want no-op", created, err)
+	}
+	admin, err := svc.Authenticate(ctx, secret)
+	if err != nil || !auth.HasScope(admin, auth.ScopeAdmin) {
+		t.Fatalf("Authenticate(bootstrap) = %+v, %v", admin, err)
+	}
+	if admin.LastUsedAt == nil || !admin.LastUsedAt.Equal(now.Truncate(time.Microsecond)) {
+		t.Errorf("LastUsedAt after first use = %v, want %v", admin.LastUsedAt, now)
+	}
+
+	team, err := svc.CreateTeam(ctx, "research")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, ksecret, err := svc.CreateKey(ctx, auth.CreateKeyParams{Name: "ci", TeamID: team.ID, Scopes: []auth.Scope{auth.ScopeInference}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := svc.Authenticate(ctx, ksecret); err != nil || got.ID != k.ID {
+		t.Fatalf("Authenticate(new key) = %s, %v", got.ID, err)
+	}
+	nk, nsecret, err := svc.Rotate(ctx, k.ID, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Authenticate(ctx, ksecret); err != nil {
+		t.Errorf("old key within grace: %v", err)
+	}
+	now = now.Add(2 * time.Hour)
+	if _, err := svc.Authenticate(ctx, ksecret); !errors.Is(err, auth.ErrExpiredKey) {
+		t.Errorf("old key after grace: %v, want ErrExpiredKey", err)
+	}
+	if got, err := svc.Authenticate(ctx, nsecret); err != nil || got.ID != nk.ID {
+		t.Errorf("rotated key: %s, %v", got.ID, err)
+	}
+	if _, err := svc.Revoke(ctx, nk.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Authenticate(ctx, nsecret); !errors.Is(err, auth.ErrRevokedKey) {
+		t.Errorf("revoked key: %v, want ErrRevokedKey", err)
+	}
+	if _, err := svc.Authenticate(ctx, auth.NewSecret()); !errors.Is(err, auth.ErrInvalidKey) {
+		t.Errorf("unknown key: %v, want ErrInvalidKey", err)
+	}
+	keys, err := svc.ListKeys(ctx, team.ID)
+	if err != nil || len(keys) != 2 {
+		t.Errorf("ListKeys(team) = %d keys, %v; want 2", len(keys), err)
+	}
+}

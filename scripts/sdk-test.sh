@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Runs the official OpenAI SDKs, unmodified, against a live Sovereign server:
+# the `openai` Python package (pytest) and the `openai` npm package (node --test).
+#
+# Usage: scripts/sdk-test.sh
+#
+# Environment:
+#   SOVEREIGN_MODELS_DIR  models to serve (default: $REPO/data/models); must hold
+#                         gemma3-270m and all-minilm-l6-v2
+#   SOVEREIGN_BIN         server binary (default: $REPO/bin/sovereign, built with
+#                         `make build` when missing)
+#   SDK_TEST_TIMEOUT      seconds each suite may run (default: 900)
+#
+# Installs (once; skipped while the pins are unchanged):
+#   tests/sdk/python/.venv         from tests/sdk/python/requirements.txt
+#   tests/sdk/node/node_modules    from tests/sdk/node/package-lock.json (npm ci)
+#
+# The server gets a free loopback port, a fresh temporary data dir and a freshly
+# generated bootstrap admin key; it is stopped on exit. Exits non-zero if either
+# suite fails.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+SDK="$REPO/tests/sdk"
+PY_DIR="$SDK/python"
+NODE_DIR="$SDK/node"
+VENV="$PY_DIR/.venv"
+MODELS_DIR="${SOVEREIGN_MODELS_DIR:-$REPO/data/models}"
+BIN="${SOVEREIGN_BIN:-$REPO/bin/sovereign}"
+SUITE_TIMEOUT="${SDK_TEST_TIMEOUT:-900}"
+
+export PIP_NO_INPUT=1 PIP_DISABLE_PIP_VERSION_CHECK=1 npm_config_fund=false npm_config_audit=false
+# The SDKs must talk to the loopback server directly, never through a proxy.
+export NO_PROXY="127.0.0.1,localhost${NO_PROXY:+,$NO_PROXY}" no_proxy="127.0.0.1,localhost${no_proxy:+,$no_proxy}"
+
+log() { printf 'sdk-test: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+command -v python3 >/dev/null || die "python3 is required"
+command -v node >/dev/null || die "node is required"
+command -v npm >/dev/null || die "npm is required"
+[ -d "$MODELS_DIR/gemma3-270m" ] || die "model gemma3-270m not found in $MODELS_DIR (set SOVEREIGN_MODELS_DIR)"
+[ -d "$MODELS_DIR/all-minilm-l6-v2" ] || die "model all-minilm-l6-v2 not found in $MODELS_DIR (set SOVEREIGN_MODELS_DIR)"
+
+sha() { sha256sum "$1" | cut -d' ' -f1; }
+
+# ---------------------------------------------------------------- Python SDK
+py_stamp="$VENV/.sovereign-requirements.sha256"
+py_want="$(sha "$PY_DIR/requirements.txt")"
+if [ -x "$VENV/bin/python" ] && [ "$(cat "$py_stamp" 2>/dev/null)" = "$py_want" ] \
+  && "$VENV/bin/python" -c 'import openai, pytest' 2>/dev/null; then
+  log "python: $VENV up to date"
+else
+  log "python: installing $PY_DIR/requirements.txt into $VENV"
+  rm -rf "$VENV"
+  python3 -m venv "$VENV"
+  printf '*\n' >"$VENV/.gitignore" # the venv ignores itself, whatever the repo's .gitignore says
+  "$VENV/bin/python" -m pip install --quiet --no-input -r "$PY_DIR/requirements.txt"
+  printf '%s\n' "$py_want" >"$py_stamp"
+fi
+log "python: $("$VENV/bin/python" --version), openai $("$VENV/bin/python" -c 'import openai; print(openai.__version__)'), pytest $("$VENV/bin/python" -c 'import pytest; print(pytest.__version__)')"
+
+# ---------------------------------------------------------------- Node SDK
+node_stamp="$NODE_DIR/node_modules/.sovereign-lock.sha256"
+node_want="$(sha "$NODE_DIR/package-lock.json")"
+if [ -f "$NODE_DIR/node_modules/openai/package.json" ] && [ "$(cat "$node_stamp" 2>/dev/null)" = "$node_want" ]; then
+  log "node: $NODE_DIR/node_modules up to date"
+else
+  log "node: npm ci in $NODE_DIR"
+  (cd "$NODE_DIR" && npm ci --no-audit --no-fund --loglevel=error)
+  printf '%s\n' "$node_want" >"$node_stamp"
+fi
+log "node: $(node --version), openai $(node -p "require('$NODE_DIR/node_modules/openai/package.json').version")"
+
+# ---------------------------------------------------------------- server
+if [ ! -x "$BIN" ]; then
+  log "building $BIN (make build)"
+  make -C "$REPO" build
+fi
+[ -x "$BIN" ] || die "server binary $BIN not found"
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/sovereign-sdk-test.XXXXXX")"
+SERVER_PID=""
+cleanup() {
+  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+    kill -TERM "$SERVER_PID" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+  fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+API_KEY="$(python3 -c 'import secrets, string; a = string.ascii_letters + string.digits; print("sk-sov-" + "".join(secrets.choice(a) for _ in range(40)))')"
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
+
+# Start on a free port; retry with another if it was taken in between.
+PORT=""
+for attempt in 1 2 3; do
+  port="$(free_port)"
+  rm -rf "$WORK/data"
+  mkdir -p "$WORK/data"
+  log "starting $BIN serve on 127.0.0.1:$port (models: $MODELS_DIR, data: $WORK/data)"
+  env -u SOVEREIGN_DATABASE_URL -u SOVEREIGN_TLS_CERT -u SOVEREIGN_TLS_KEY -u SOVEREIGN_CONFIG \
+    SOVEREIGN_ADDR="127.0.0.1:$port" \
+    SOVEREIGN_DATA_DIR="$WORK/data" \
+    SOVEREIGN_MODELS_DIR="$MODELS_DIR" \
+    SOVEREIGN_BOOTSTRAP_KEY="$API_KEY" \
+    "$BIN" serve >"$WORK/server.log" 2>&1 </dev/null &
+  SERVER_PID=$!
+  for _ in $(seq 1 600); do
+    kill -0 "$SERVER_PID" 2>/dev/null || break
+    if curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$port/healthz" 2>/dev/null; then
+      PORT="$port"
+      break
+    fi
+    sleep 0.2
+  done
+  [ -n "$PORT" ] && break
+  log "server did not become healthy (attempt $attempt); its log:"
+  tail -n 40 "$WORK/server.log" >&2 || true
+  kill -KILL "$SERVER_PID" 2>/dev/null || true
+  wait "$SERVER_PID" 2>/dev/null || true
+  SERVER_PID=""
+done
+[ -n "$PORT" ] || die "could not start the server"
+log "server ready on 127.0.0.1:$PORT"
+
+export SOVEREIGN_BASE_URL="http://127.0.0.1:$PORT/v1" SOVEREIGN_API_KEY="$API_KEY"
+# The suites set OPENAI_* themselves where they test it; nothing from outside leaks in.
+unset OPENAI_API_KEY OPENAI_BASE_URL OPENAI_ORG_ID OPENAI_PROJECT_ID OPENAI_ADMIN_KEY || true
+
+# ---------------------------------------------------------------- suites
+py_rc=0
+log "running the Python SDK suite (pytest)"
+(cd "$PY_DIR" && PYTHONDONTWRITEBYTECODE=1 timeout "$SUITE_TIMEOUT" "$VENV/bin/python" -m pytest \
+  -v -p no:cacheprovider -rfE test_openai_sdk.py) || py_rc=$?
+
+node_rc=0
+log "running the Node SDK suite (node --test)"
+(cd "$NODE_DIR" && timeout "$SUITE_TIMEOUT" node --test --test-reporter=spec openai.test.mjs) || node_rc=$?
+
+if [ "$py_rc" -ne 0 ] || [ "$node_rc" -ne 0 ]; then
+  log "FAILED (pytest exit $py_rc, node --test exit $node_rc); last lines of the server log:"
+  tail -n 30 "$WORK/server.log" >&2 || true
+  exit 1
+fi
+log "both SDK suites passed"

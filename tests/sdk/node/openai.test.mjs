@@ -1,0 +1,284 @@
+// The official `openai` npm package, unmodified, against a live Sovereign server.
+//
+// Only the base URL differs from talking to OpenAI. The server is started by
+// scripts/sdk-test.sh, which passes:
+//
+//   SOVEREIGN_BASE_URL  e.g. http://127.0.0.1:PORT/v1
+//   SOVEREIGN_API_KEY   a key with the inference and models:read scopes
+//
+// Run with node's built-in runner: node --test
+// Generations are kept short (max_tokens <= 32): the suite runs on CPU.
+
+import { test, describe, before } from 'node:test';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+
+const CHAT_MODEL = 'gemma3-270m';
+const EMBED_MODEL = 'all-minilm-l6-v2';
+const EMBED_DIMS = 384;
+const WRONG_KEY = 'sk-sov-' + 'W'.repeat(40);
+const WORDS = ['kitten', 'cat', 'car'];
+
+const baseURL = process.env.SOVEREIGN_BASE_URL;
+const apiKey = process.env.SOVEREIGN_API_KEY;
+if (!baseURL || !apiKey) {
+  throw new Error('SOVEREIGN_BASE_URL and SOVEREIGN_API_KEY must be set: run the suite through scripts/sdk-test.sh');
+}
+
+// No retries: a failure must show the server's first answer, not a retried one.
+const client = new OpenAI({ baseURL, apiKey, maxRetries: 0, timeout: 300_000 });
+
+const cos = (a, b) => {
+  let dot = 0, na = 0, nb = 0;
+  for (let i = 0; i < a.length; i++) {
+    dot += a[i] * b[i];
+    na += a[i] * a[i];
+    nb += b[i] * b[i];
+  }
+  return dot / (Math.sqrt(na) * Math.sqrt(nb));
+};
+const norm = (v) => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+const maxAbsDiff = (a, b) => Math.max(...a.map((x, i) => Math.abs(x - b[i])));
+
+describe('chat', () => {
+  test('answers "What is the capital of France?" with Paris', async () => {
+    const resp = await client.chat.completions.create({
+      model: CHAT_MODEL,
+      messages: [{ role: 'user', content: 'What is the capital of France?' }],
+      temperature: 0,
+      max_tokens: 32,
+    });
+    assert.equal(resp.object, 'chat.completion');
+    assert.equal(resp.model, CHAT_MODEL);
+    assert.equal(resp.choices.length, 1);
+    const choice = resp.choices[0];
+    assert.equal(choice.message.role, 'assistant');
+    assert.match(choice.message.content, /Paris/);
+    assert.ok(['stop', 'length'].includes(choice.finish_reason), choice.finish_reason);
+    assert.ok(resp.usage.prompt_tokens > 0);
+    assert.ok(resp.usage.completion_tokens > 0);
+    assert.equal(resp.usage.total_tokens, resp.usage.prompt_tokens + resp.usage.completion_tokens);
+  });
+
+  test('streams deltas and a final usage chunk with include_usage', async () => {
+    const stream = await client.chat.completions.create({
+      model: CHAT_MODEL,
+      messages: [{ role: 'user', content: 'What is the capital of France?' }],
+      temperature: 0,
+      max_tokens: 32,
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    let text = '';
+    const finishReasons = [];
+    const usageChunks = [];
+    const ids = new Set();
+    for await (const chunk of stream) {
+      assert.equal(chunk.object, 'chat.completion.chunk');
+      ids.add(chunk.id);
+      if (chunk.usage) usageChunks.push(chunk);
+      for (const choice of chunk.choices) {
+        if (choice.delta.content) text += choice.delta.content;
+        if (choice.finish_reason) finishReasons.push(choice.finish_reason);
+      }
+    }
+    assert.ok(text.trim().length > 0, 'streamed deltas concatenate to an empty answer');
+    assert.match(text, /Paris/);
+    assert.equal(ids.size, 1);
+    assert.equal(finishReasons.length, 1);
+    assert.ok(['stop', 'length'].includes(finishReasons[0]));
+    assert.equal(usageChunks.length, 1, 'include_usage must add exactly one usage chunk');
+    const last = usageChunks[0];
+    assert.deepEqual(last.choices, []);
+    assert.ok(last.usage.prompt_tokens > 0);
+    assert.ok(last.usage.completion_tokens > 0);
+  });
+
+  test('stream helper (chat.completions.stream) gives the final message', async () => {
+    const runner = client.chat.completions.stream({
+      model: CHAT_MODEL,
+      messages: [{ role: 'user', content: 'What is the capital of France?' }],
+      temperature: 0,
+      max_tokens: 32,
+    });
+    const final = await runner.finalChatCompletion();
+    assert.match(final.choices[0].message.content, /Paris/);
+  });
+
+  test('max_tokens cuts the answer with finish_reason length', async () => {
+    const resp = await client.chat.completions.create({
+      model: CHAT_MODEL,
+      messages: [{ role: 'user', content: 'Count from one to one hundred in words, separated by commas.' }],
+      temperature: 0,
+      max_tokens: 3,
+    });
+    assert.equal(resp.choices[0].finish_reason, 'length');
+    assert.equal(resp.usage.completion_tokens, 3);
+  });
+
+  test('seed makes sampling at temperature 1 reproducible', async () => {
+    const ask = async () =>
+      (
+        await client.chat.completions.create({
+          model: CHAT_MODEL,
+          messages: [{ role: 'user', content: 'Write one sentence about the sea.' }],
+          temperature: 1,
+          seed: 1234,
+          max_tokens: 16,
+        })
+      ).choices[0].message.content;
+    const a = await ask();
+    const b = await ask();
+    assert.ok(a);
+    assert.equal(a, b);
+  });
+});
+
+describe('completions', () => {
+  test('prompt form', async () => {
+    const resp = await client.completions.create({
+      model: CHAT_MODEL,
+      prompt: 'The capital of France is',
+      temperature: 0,
+      max_tokens: 8,
+    });
+    assert.equal(resp.object, 'text_completion');
+    assert.ok(resp.choices[0].text.length > 0);
+    assert.ok(resp.usage.completion_tokens > 0 && resp.usage.completion_tokens <= 8);
+  });
+});
+
+describe('embeddings', () => {
+  let floats;
+  before(async () => {
+    const resp = await client.embeddings.create({ model: EMBED_MODEL, input: WORDS, encoding_format: 'float' });
+    assert.equal(resp.object, 'list');
+    assert.deepEqual(resp.data.map((d) => d.index), [0, 1, 2]);
+    assert.ok(resp.usage.prompt_tokens > 0);
+    floats = resp.data.map((d) => d.embedding);
+  });
+
+  test('float vectors have 384 dims and kitten is closer to cat than to car', () => {
+    for (const v of floats) assert.equal(v.length, EMBED_DIMS);
+    const [kitten, cat, car] = floats;
+    assert.ok(cos(kitten, cat) > cos(kitten, car), `cos(kitten,cat)=${cos(kitten, cat)} cos(kitten,car)=${cos(kitten, car)}`);
+  });
+
+  test('SDK default (base64, decoded by the SDK) equals the float result', async () => {
+    const resp = await client.embeddings.create({ model: EMBED_MODEL, input: WORDS });
+    resp.data.forEach((d, i) => {
+      assert.ok(Array.isArray(d.embedding));
+      assert.equal(d.embedding.length, EMBED_DIMS);
+      assert.ok(maxAbsDiff(d.embedding, floats[i]) < 1e-5);
+    });
+  });
+
+  test('explicit base64 is little-endian float32', async () => {
+    const resp = await client.embeddings.create({ model: EMBED_MODEL, input: WORDS, encoding_format: 'base64' });
+    resp.data.forEach((d, i) => {
+      assert.equal(typeof d.embedding, 'string');
+      const buf = Buffer.from(d.embedding, 'base64');
+      assert.equal(buf.length, EMBED_DIMS * 4);
+      const v = Array.from({ length: EMBED_DIMS }, (_, j) => buf.readFloatLE(j * 4));
+      assert.ok(maxAbsDiff(v, floats[i]) < 1e-5);
+    });
+  });
+
+  test('dimensions=128 gives unit vectors of 128 dims', async () => {
+    const resp = await client.embeddings.create({ model: EMBED_MODEL, input: WORDS, dimensions: 128 });
+    for (const d of resp.data) {
+      assert.equal(d.embedding.length, 128);
+      assert.ok(Math.abs(norm(d.embedding) - 1) < 1e-3);
+    }
+  });
+});
+
+describe('models', () => {
+  test('list contains both models', async () => {
+    const ids = [];
+    for await (const m of client.models.list()) {
+      assert.equal(m.object, 'model');
+      ids.push(m.id);
+    }
+    assert.ok(ids.includes(CHAT_MODEL), ids.join(','));
+    assert.ok(ids.includes(EMBED_MODEL), ids.join(','));
+  });
+
+  test('retrieve gemma3-270m', async () => {
+    const m = await client.models.retrieve(CHAT_MODEL);
+    assert.equal(m.id, CHAT_MODEL);
+    assert.equal(m.object, 'model');
+    assert.equal(typeof m.created, 'number');
+    assert.ok(m.owned_by);
+  });
+});
+
+describe('errors', () => {
+  test('a bad key raises OpenAI.AuthenticationError', async () => {
+    const bad = new OpenAI({ baseURL, apiKey: WRONG_KEY, maxRetries: 0 });
+    await assert.rejects(bad.models.list(), (err) => {
+      assert.ok(err instanceof OpenAI.AuthenticationError, `got ${err?.constructor?.name}: ${err?.message}`);
+      assert.equal(err.status, 401);
+      assert.equal(err.code, 'invalid_api_key');
+      assert.equal(err.type, 'authentication_error');
+      return true;
+    });
+  });
+
+  test('a bad key on chat raises OpenAI.AuthenticationError', async () => {
+    const bad = new OpenAI({ baseURL, apiKey: WRONG_KEY, maxRetries: 0 });
+    await assert.rejects(
+      bad.chat.completions.create({ model: CHAT_MODEL, messages: [{ role: 'user', content: 'hi' }], max_tokens: 1 }),
+      OpenAI.AuthenticationError,
+    );
+  });
+
+  test('an unknown model raises OpenAI.NotFoundError', async () => {
+    await assert.rejects(
+      client.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: 'hi' }], max_tokens: 1 }),
+      (err) => {
+        assert.ok(err instanceof OpenAI.NotFoundError, `got ${err?.constructor?.name}: ${err?.message}`);
+        assert.equal(err.status, 404);
+        assert.equal(err.code, 'model_not_found');
+        return true;
+      },
+    );
+  });
+
+  test('retrieving an unknown model raises OpenAI.NotFoundError', async () => {
+    await assert.rejects(client.models.retrieve('no-such-model'), OpenAI.NotFoundError);
+  });
+
+  test('a bad request raises OpenAI.BadRequestError', async () => {
+    await assert.rejects(
+      client.chat.completions.create({
+        model: CHAT_MODEL,
+        messages: [{ role: 'user', content: 'hi' }],
+        temperature: 5,
+        max_tokens: 1,
+      }),
+      (err) => {
+        assert.ok(err instanceof OpenAI.BadRequestError, `got ${err?.constructor?.name}: ${err?.message}`);
+        assert.equal(err.status, 400);
+        assert.equal(err.param, 'temperature');
+        return true;
+      },
+    );
+  });
+});
+
+describe('environment', () => {
+  test('the client reads the key from OPENAI_API_KEY when none is passed', async () => {
+    const saved = process.env.OPENAI_API_KEY;
+    process.env.OPENAI_API_KEY = apiKey;
+    try {
+      const fromEnv = new OpenAI({ baseURL, maxRetries: 0 });
+      assert.equal(fromEnv.apiKey, apiKey);
+      const m = await fromEnv.models.retrieve(CHAT_MODEL);
+      assert.equal(m.id, CHAT_MODEL);
+    } finally {
+      if (saved === undefined) delete process.env.OPENAI_API_KEY;
+      else process.env.OPENAI_API_KEY = saved;
+    }
+  });
+});

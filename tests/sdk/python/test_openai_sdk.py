@@ -1,0 +1,395 @@
+"""The official `openai` Python package, unmodified, against a live Sovereign server.
+
+Only the base URL differs from talking to OpenAI. The server is started by
+scripts/sdk-test.sh, which passes:
+
+    SOVEREIGN_BASE_URL  e.g. http://127.0.0.1:PORT/v1
+    SOVEREIGN_API_KEY   a key with the inference and models:read scopes
+
+Generations are kept short (max_tokens <= 32): the suite runs on CPU.
+"""
+
+from __future__ import annotations
+
+import array
+import base64
+import math
+import os
+import sys
+
+import openai
+import pytest
+from openai import OpenAI
+
+CHAT_MODEL = "gemma3-270m"
+EMBED_MODEL = "all-minilm-l6-v2"
+EMBED_DIMS = 384
+WRONG_KEY = "sk-sov-" + "W" * 40
+
+
+def _env(name: str) -> str:
+    value = os.environ.get(name, "")
+    if not value:
+        pytest.fail(f"{name} is not set: run the suite through scripts/sdk-test.sh", pytrace=False)
+    return value
+
+
+@pytest.fixture(scope="session")
+def base_url() -> str:
+    return _env("SOVEREIGN_BASE_URL")
+
+
+@pytest.fixture(scope="session")
+def api_key() -> str:
+    return _env("SOVEREIGN_API_KEY")
+
+
+@pytest.fixture(scope="session")
+def client(base_url: str, api_key: str) -> OpenAI:
+    # No retries: a failure must show the server's first answer, not a retried one.
+    return OpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=300)
+
+
+@pytest.fixture(autouse=True)
+def _no_openai_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The tests decide what the client reads from the environment.
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def _ask(client: OpenAI, question: str, **kwargs):
+    params = {"max_tokens": 32, "temperature": 0}
+    params.update(kwargs)
+    return client.chat.completions.create(
+        model=CHAT_MODEL,
+        messages=[{"role": "user", "content": question}],
+        **params,
+    )
+
+
+def _cos(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b))
+    return dot / (math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b)))
+
+
+def _norm(v: list[float]) -> float:
+    return math.sqrt(sum(x * x for x in v))
+
+
+# ---------------------------------------------------------------- chat
+
+
+def test_chat_answers_paris(client: OpenAI) -> None:
+    resp = _ask(client, "What is the capital of France?")
+    assert resp.object == "chat.completion"
+    assert resp.id
+    assert resp.model == CHAT_MODEL
+    assert len(resp.choices) == 1
+    choice = resp.choices[0]
+    assert choice.index == 0
+    assert choice.message.role == "assistant"
+    assert choice.message.content is not None
+    assert "Paris" in choice.message.content
+    assert choice.finish_reason in {"stop", "length"}
+    assert resp.usage is not None
+    assert resp.usage.prompt_tokens > 0
+    assert resp.usage.completion_tokens > 0
+    assert resp.usage.total_tokens == resp.usage.prompt_tokens + resp.usage.completion_tokens
+
+
+def test_chat_stream_with_usage(client: OpenAI) -> None:
+    stream = client.chat.completions.create(
+        model=CHAT_MODEL,
+        messages=[{"role": "user", "content": "What is the capital of France?"}],
+        max_tokens=32,
+        temperature=0,
+        stream=True,
+        stream_options={"include_usage": True},
+    )
+    text = []
+    finish_reasons = []
+    usage_chunks = []
+    ids = set()
+    for chunk in stream:
+        assert chunk.object == "chat.completion.chunk"
+        ids.add(chunk.id)
+        if chunk.usage is not None:
+            usage_chunks.append(chunk)
+        for choice in chunk.choices:
+            if choice.delta.content:
+                text.append(choice.delta.content)
+            if choice.finish_reason is not None:
+                finish_reasons.append(choice.finish_reason)
+    answer = "".join(text)
+    assert answer.strip(), "streamed deltas concatenate to an empty answer"
+    assert "Paris" in answer
+    assert len(ids) == 1, f"chunks of one completion carry different ids: {ids}"
+    assert len(finish_reasons) == 1 and finish_reasons[0] in {"stop", "length"}
+    assert len(usage_chunks) == 1, "include_usage must add exactly one usage chunk"
+    last = usage_chunks[0]
+    assert last.choices == []
+    assert last.usage.prompt_tokens > 0
+    assert last.usage.completion_tokens > 0
+    assert last.usage.total_tokens == last.usage.prompt_tokens + last.usage.completion_tokens
+
+
+def test_chat_stream_without_usage(client: OpenAI) -> None:
+    stream = client.chat.completions.create(
+        model=CHAT_MODEL,
+        messages=[{"role": "user", "content": "Say hello."}],
+        max_tokens=8,
+        stream=True,
+    )
+    chunks = list(stream)
+    assert chunks
+    assert all(c.usage is None for c in chunks)
+
+
+def test_chat_max_tokens(client: OpenAI) -> None:
+    resp = _ask(client, "Count from one to one hundred in words, separated by commas.", max_tokens=3)
+    assert resp.usage.completion_tokens <= 3
+    assert resp.choices[0].finish_reason == "length"
+    assert resp.usage.completion_tokens == 3
+
+
+def test_chat_max_completion_tokens(client: OpenAI) -> None:
+    resp = client.chat.completions.create(
+        model=CHAT_MODEL,
+        messages=[{"role": "user", "content": "Count from one to one hundred in words, separated by commas."}],
+        max_completion_tokens=4,
+        temperature=0,
+    )
+    assert resp.choices[0].finish_reason == "length"
+    assert resp.usage.completion_tokens == 4
+
+
+def test_chat_stop(client: OpenAI) -> None:
+    question = "What is the capital of France?"
+    full = _ask(client, question).choices[0].message.content
+    # Stop on the answer's last word: the output must be everything before it.
+    words = full.split()
+    assert len(words) >= 2, f"answer too short to test stop: {full!r}"
+    stop = words[-1]
+    expected = full[: full.index(stop)]
+    resp = _ask(client, question, stop=[stop])
+    content = resp.choices[0].message.content
+    assert stop not in content
+    assert content == expected
+    assert resp.choices[0].finish_reason == "stop"
+
+
+def test_chat_seed_reproducible(client: OpenAI) -> None:
+    question = "Write one sentence about the sea."
+    a = _ask(client, question, temperature=1, seed=1234, max_tokens=16).choices[0].message.content
+    b = _ask(client, question, temperature=1, seed=1234, max_tokens=16).choices[0].message.content
+    assert a
+    assert a == b
+
+
+def test_chat_system_and_multi_turn(client: OpenAI) -> None:
+    resp = client.chat.completions.create(
+        model=CHAT_MODEL,
+        messages=[
+            {"role": "system", "content": "You answer briefly."},
+            {"role": "user", "content": "What is the capital of Italy?"},
+            {"role": "assistant", "content": "Rome."},
+            {"role": "user", "content": "What is the capital of France?"},
+        ],
+        max_tokens=16,
+        temperature=0,
+    )
+    assert resp.choices[0].message.content
+
+
+# ---------------------------------------------------------------- completions
+
+
+def test_completions_prompt(client: OpenAI) -> None:
+    resp = client.completions.create(
+        model=CHAT_MODEL,
+        prompt="The capital of France is",
+        max_tokens=8,
+        temperature=0,
+    )
+    assert resp.object == "text_completion"
+    assert resp.model == CHAT_MODEL
+    assert len(resp.choices) == 1
+    assert resp.choices[0].index == 0
+    assert resp.choices[0].text
+    assert resp.choices[0].finish_reason in {"stop", "length"}
+    assert resp.usage.prompt_tokens > 0
+    assert 0 < resp.usage.completion_tokens <= 8
+
+
+def test_completions_stream(client: OpenAI) -> None:
+    stream = client.completions.create(
+        model=CHAT_MODEL,
+        prompt="The capital of France is",
+        max_tokens=8,
+        temperature=0,
+        stream=True,
+    )
+    text = "".join(c.choices[0].text for c in stream if c.choices)
+    assert text
+
+
+# ---------------------------------------------------------------- embeddings
+
+WORDS = ["kitten", "cat", "car"]
+
+
+@pytest.fixture(scope="module")
+def float_vectors(client: OpenAI) -> list[list[float]]:
+    resp = client.embeddings.create(model=EMBED_MODEL, input=WORDS, encoding_format="float")
+    assert resp.object == "list"
+    assert resp.model == EMBED_MODEL
+    assert [d.index for d in resp.data] == [0, 1, 2]
+    assert resp.usage.prompt_tokens > 0
+    assert resp.usage.total_tokens > 0
+    return [d.embedding for d in resp.data]
+
+
+def test_embeddings_float(float_vectors: list[list[float]]) -> None:
+    assert all(len(v) == EMBED_DIMS for v in float_vectors)
+    assert all(isinstance(x, float) for x in float_vectors[0])
+    kitten, cat, car = float_vectors
+    assert _cos(kitten, cat) > _cos(kitten, car)
+
+
+def test_embeddings_single_string(client: OpenAI) -> None:
+    resp = client.embeddings.create(model=EMBED_MODEL, input="kitten", encoding_format="float")
+    assert len(resp.data) == 1
+    assert len(resp.data[0].embedding) == EMBED_DIMS
+
+
+def test_embeddings_sdk_default_base64(client: OpenAI, float_vectors: list[list[float]]) -> None:
+    # Without encoding_format the SDK asks for base64 and decodes it itself.
+    resp = client.embeddings.create(model=EMBED_MODEL, input=WORDS)
+    got = [d.embedding for d in resp.data]
+    assert all(len(v) == EMBED_DIMS for v in got)
+    for g, f in zip(got, float_vectors):
+        assert max(abs(x - y) for x, y in zip(g, f)) < 1e-5
+
+
+def test_embeddings_explicit_base64(client: OpenAI, float_vectors: list[list[float]]) -> None:
+    # With an explicit encoding_format the SDK returns the string as sent:
+    # little-endian float32, base64-encoded.
+    resp = client.embeddings.create(model=EMBED_MODEL, input=WORDS, encoding_format="base64")
+    for d, f in zip(resp.data, float_vectors):
+        assert isinstance(d.embedding, str)
+        vec = array.array("f", base64.b64decode(d.embedding))
+        if sys.byteorder == "big":
+            vec.byteswap()
+        assert len(vec) == EMBED_DIMS
+        assert max(abs(x - y) for x, y in zip(vec, f)) < 1e-5
+
+
+def test_embeddings_dimensions(client: OpenAI) -> None:
+    resp = client.embeddings.create(model=EMBED_MODEL, input=WORDS, dimensions=128, encoding_format="float")
+    for d in resp.data:
+        assert len(d.embedding) == 128
+        assert abs(_norm(d.embedding) - 1.0) < 1e-3
+
+
+# ---------------------------------------------------------------- models
+
+
+def test_models_list(client: OpenAI) -> None:
+    models = list(client.models.list())
+    ids = {m.id for m in models}
+    assert {CHAT_MODEL, EMBED_MODEL} <= ids
+    for m in models:
+        assert m.object == "model"
+        assert isinstance(m.created, int)
+        assert m.owned_by
+
+
+def test_models_retrieve(client: OpenAI) -> None:
+    m = client.models.retrieve(CHAT_MODEL)
+    assert m.id == CHAT_MODEL
+    assert m.object == "model"
+    assert isinstance(m.created, int)
+    assert m.owned_by
+
+
+def test_models_retrieve_unknown(client: OpenAI) -> None:
+    with pytest.raises(openai.NotFoundError) as exc:
+        client.models.retrieve("no-such-model")
+    assert exc.value.status_code == 404
+
+
+# ---------------------------------------------------------------- errors
+
+
+def test_bad_key_is_authentication_error(base_url: str) -> None:
+    bad = OpenAI(base_url=base_url, api_key=WRONG_KEY, max_retries=0)
+    with pytest.raises(openai.AuthenticationError) as exc:
+        bad.models.list()
+    assert exc.value.status_code == 401
+    assert exc.value.code == "invalid_api_key"
+    assert exc.value.type == "authentication_error"
+
+
+def test_bad_key_on_chat_is_authentication_error(base_url: str) -> None:
+    bad = OpenAI(base_url=base_url, api_key=WRONG_KEY, max_retries=0)
+    with pytest.raises(openai.AuthenticationError):
+        bad.chat.completions.create(
+            model=CHAT_MODEL,
+            messages=[{"role": "user", "content": "hi"}],
+            max_tokens=1,
+        )
+
+
+def test_unknown_model_is_not_found(client: OpenAI) -> None:
+    with pytest.raises(openai.NotFoundError) as exc:
+        client.chat.completions.create(
+            model="no-such-model",
+            messages=[{"role": "user", "content": "hi"}],
+            max_tokens=1,
+        )
+    assert exc.value.status_code == 404
+    assert exc.value.code == "model_not_found"
+
+
+def test_unknown_model_embeddings_is_not_found(client: OpenAI) -> None:
+    with pytest.raises(openai.NotFoundError):
+        client.embeddings.create(model="no-such-model", input="hi")
+
+
+def test_bad_request(client: OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError) as exc:
+        _ask(client, "hi", temperature=5, max_tokens=1)
+    assert exc.value.status_code == 400
+    assert exc.value.type == "invalid_request_error"
+    assert exc.value.param == "temperature"
+
+
+def test_error_on_stream_request_raises_before_iterating(client: OpenAI) -> None:
+    with pytest.raises(openai.NotFoundError):
+        client.chat.completions.create(
+            model="no-such-model",
+            messages=[{"role": "user", "content": "hi"}],
+            max_tokens=1,
+            stream=True,
+        )
+
+
+# ---------------------------------------------------------------- environment
+
+
+def test_key_and_base_url_from_environment(
+    monkeypatch: pytest.MonkeyPatch, base_url: str, api_key: str
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", api_key)
+    monkeypatch.setenv("OPENAI_BASE_URL", base_url)
+    c = OpenAI(max_retries=0)
+    assert c.api_key == api_key
+    ids = {m.id for m in c.models.list()}
+    assert CHAT_MODEL in ids
+
+
+def test_wrong_key_from_environment_is_rejected(monkeypatch: pytest.MonkeyPatch, base_url: str) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", WRONG_KEY)
+    c = OpenAI(base_url=base_url, max_retries=0)
+    with pytest.raises(openai.AuthenticationError):
+        c.models.list()
