@@ -63,7 +63,10 @@ test-go:
 	trap 'bash scripts/postgres-test.sh stop "$(PG_DIR)" >/dev/null 2>&1' EXIT; \
 	echo ">> go test"; \
 	SOVEREIGN_BIN="$(CURDIR)/$(BIN)" SOVEREIGN_TEST_MODELS_DIR="$(MODELS_DIR)" \
-		$(CGO_ENV) $(GO) test -count=1 -timeout 20m ./... 2> >(grep -v -E 'warning:|note:|In function|inlined from|^ +\||~~~|^\s*[0-9]+ \||^# github.com/ollama' >&2)
+		$(CGO_ENV) $(GO) test -count=1 -timeout 20m ./... 2> >(grep -v -E 'warning:|note:|In function|inlined from|^ +\||~~~|^\s*[0-9]+ \||^# github.com/ollama' >&2) && \
+	echo ">> the API suite again on PostgreSQL" && \
+	SOVEREIGN_TEST_DB=postgres SOVEREIGN_BIN="$(CURDIR)/$(BIN)" SOVEREIGN_TEST_MODELS_DIR="$(MODELS_DIR)" \
+		$(CGO_ENV) $(GO) test -count=1 -timeout 20m ./internal/e2e/ 2> >(grep -v -E 'warning:|note:|In function|inlined from|^ +\||~~~|^\s*[0-9]+ \||^# github.com/ollama' >&2)
 
 test-sdk:
 	@echo ">> openai SDKs (Python, Node) against a live server"

@@ -62,8 +62,14 @@ func installTiny(t *testing.T, store *models.Store, id string, seed int64) {
 	}
 }
 
+// newEnv serves the API on the database SOVEREIGN_TEST_DB names ("sqlite",
+// the default, or "postgres"): `make test` runs this package on both.
 func newEnv(t *testing.T, store *models.Store, cfg engine.Config) *env {
-	return newEnvWithDB(t, store, cfg, openDatabase(t, "sqlite"))
+	kind := os.Getenv("SOVEREIGN_TEST_DB")
+	if kind == "" {
+		kind = "sqlite"
+	}
+	return newEnvWithDB(t, store, cfg, openDatabase(t, kind))
 }
 
 // newEnvWithDB serves the API over db with an engine for the models in

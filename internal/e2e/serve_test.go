@@ -78,7 +78,7 @@ func TestServeOverTLSAndGracefulShutdown(t *testing.T) {
 	cmd.Env = append(os.Environ(),
 		"SOVEREIGN_ADDR="+addr, "SOVEREIGN_DATA_DIR="+t.TempDir(), "SOVEREIGN_MODELS_DIR="+store.Dir(),
 		"SOVEREIGN_TLS_CERT="+certPath, "SOVEREIGN_TLS_KEY="+keyPath, "SOVEREIGN_BOOTSTRAP_KEY="+key,
-		"SOVEREIGN_THREADS=2", "SOVEREIGN_CTX=512", "SOVEREIGN_SHUTDOWN_TIMEOUT=30s")
+		"SOVEREIGN_THREADS=2", "SOVEREIGN_CTX=512", "SOVEREIGN_SHUTDOWN_TIMEOUT=180s")
 	var logs bytes.Buffer
 	cmd.Stderr = &logs
 	if err := cmd.Start(); err != nil {
@@ -103,8 +103,8 @@ func TestServeOverTLSAndGracefulShutdown(t *testing.T) {
 	if resp, err := http.Get("http://" + addr + "/healthz"); err == nil && resp.StatusCode == 200 {
 		t.Fatal("plain HTTP answered on the TLS port")
 	}
-	// End-of-turn banned, so the stream runs its full 300 tokens.
-	body, _ := json.Marshal(map[string]any{"model": "tiny", "stream": true, "max_tokens": 300, "temperature": 1,
+	// End-of-turn banned, so the stream runs its full 120 tokens.
+	body, _ := json.Marshal(map[string]any{"model": "tiny", "stream": true, "max_tokens": 120, "temperature": 1,
 		"logit_bias": map[string]int{strconv.Itoa(testmodel.EOSID): -100, strconv.Itoa(testmodel.EndOfTextID): -100},
 		"messages":   []map[string]string{{"role": "user", "content": "a long story"}}})
 	req, _ := http.NewRequest("POST", base+"/v1/chat/completions", bytes.NewReader(body))
