@@ -26,6 +26,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/gguf/testmodel"
 	"github.com/sovereign-ai/sovereign/internal/httpapi"
 	"github.com/sovereign-ai/sovereign/internal/inference"
+	"github.com/sovereign-ai/sovereign/internal/metrics"
 	"github.com/sovereign-ai/sovereign/internal/models"
 	sovstore "github.com/sovereign-ai/sovereign/internal/store"
 	"github.com/sovereign-ai/sovereign/internal/testutil"
@@ -93,7 +94,7 @@ func newEnvWithDB(t *testing.T, store *models.Store, cfg engine.Config, db sovst
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := &httpapi.Server{Backend: mgr, Models: store, Status: mgr.Status, Auth: keys, Keys: keys}
+	api := &httpapi.Server{Backend: mgr, Models: store, Status: mgr.Status, Auth: keys, Keys: keys, Metrics: metrics.New(nil)}
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(func() {
 		srv.Close()
