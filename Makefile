@@ -53,14 +53,16 @@ test: models
 	@$(MAKE) --no-print-directory test-go
 	@$(MAKE) --no-print-directory test-sdk
 
-PG_DIR ?= /tmp/sovereign-pgtest-$(shell echo "$(CURDIR)" | md5sum | cut -c1-8)
-
 test-go:
 	@echo ">> go vet"
 	@$(CGO_ENV) $(GO) vet ./... 2> >(grep -v -E 'warning:|note:|In function|inlined from|^ +\||~~~|^\s*[0-9]+ \||^# github.com/ollama' >&2)
-	@echo ">> starting PostgreSQL for the store suite"
-	@eval "$$(bash scripts/postgres-test.sh start "$(PG_DIR)")"; \
-	trap 'bash scripts/postgres-test.sh stop "$(PG_DIR)" >/dev/null 2>&1' EXIT; \
+	@set -e; \
+	if [ -z "$$SOVEREIGN_TEST_POSTGRES_URL" ]; then \
+		echo ">> starting PostgreSQL for the store suite"; \
+		pgdir=$$(mktemp -u "$${TMPDIR:-/tmp}/sovereign-pgtest-XXXXXXXX"); \
+		pgenv=$$(bash scripts/postgres-test.sh start "$$pgdir"); eval "$$pgenv"; \
+		trap 'bash scripts/postgres-test.sh stop "$$pgdir" >/dev/null 2>&1' EXIT; \
+	fi; \
 	echo ">> go test"; \
 	SOVEREIGN_BIN="$(CURDIR)/$(BIN)" SOVEREIGN_TEST_MODELS_DIR="$(MODELS_DIR)" \
 		$(CGO_ENV) $(GO) test -count=1 -timeout 20m ./... 2> >(grep -v -E 'warning:|note:|In function|inlined from|^ +\||~~~|^\s*[0-9]+ \||^# github.com/ollama' >&2) && \

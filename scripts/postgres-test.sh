@@ -46,11 +46,10 @@ pg_bin() {
 install_postgres() {
 	[ "$(id -u)" = 0 ] || die "PostgreSQL (initdb) not found; install it (apt-get install postgresql) or set SOVEREIGN_TEST_POSTGRES_URL"
 	command -v apt-get >/dev/null 2>&1 || die "PostgreSQL (initdb) not found and apt-get is not available; install PostgreSQL or set SOVEREIGN_TEST_POSTGRES_URL"
-	# Keep the package from creating and starting its own cluster on 5432.
-	if [ ! -e /etc/postgresql-common/createcluster.conf ]; then
-		mkdir -p /etc/postgresql-common
-		echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.conf
-	fi
+	# Keep the package from creating (and starting) its own cluster on port
+	# 5432: createcluster.conf includes this directory.
+	mkdir -p /etc/postgresql-common/createcluster.d
+	echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.d/sovereign-no-main-cluster.conf
 	local log=${TMPDIR:-/tmp}/sovereign-pgtest-apt.log
 	echo "postgres-test: installing PostgreSQL from Debian packages (log: $log)" >&2
 	if ! { DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
@@ -77,7 +76,7 @@ stop() {
 	if bin=$(pg_bin) && running; then
 		"${as[@]}" "$bin/pg_ctl" -D "$dir/data" -m fast -w -t 30 stop >>"$dir/server.log" 2>&1 || { show "$dir/server.log"; die "pg_ctl stop failed"; }
 	fi
-	rm -rf "$dir"
+	rm -rf "$dir" "$dir.lock"
 }
 
 start() {

@@ -52,9 +52,7 @@ func ParseScopes(s string) ([]Scope, error) {
 	fields := strings.FieldsFunc(s, func(r rune) bool {
 		return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r'
 	})
-	names := make([]string, len(fields))
-	copy(names, fields)
-	return NormalizeScopes(names)
+	return NormalizeScopes(fields)
 }
 
 // NormalizeScopes validates a list of scope names (as a JSON request

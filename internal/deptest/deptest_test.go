@@ -45,7 +45,7 @@ func TestOnlyTheRunnerLinksLlamaCpp(t *testing.T) {
 		t.Fatalf("only %d project packages listed; the fence is not looking at the project", checked)
 	}
 	// The server-side packages must be among those checked and cgo-free.
-	for _, p := range []string{"internal/engine", "internal/httpapi", "internal/openai", "internal/models"} {
+	for _, p := range []string{"internal/engine", "internal/httpapi", "internal/openai", "internal/models", "internal/auth", "internal/sqlite", "internal/postgres", "internal/store"} {
 		out, err := exec.Command("go", "list", "-f", "{{.CgoFiles}}", "github.com/sovereign-ai/sovereign/"+p).Output()
 		if err != nil {
 			t.Fatalf("go list %s: %v", p, err)
