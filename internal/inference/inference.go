@@ -48,7 +48,16 @@ type CompletionRequest struct {
 	Grammar     string `json:"grammar,omitempty"`
 	Logprobs    bool   `json:"logprobs,omitempty"`
 	TopLogprobs int    `json:"top_logprobs,omitempty"`
+	// trimLeft is set by a runner whose prompt format makes the model start
+	// with a space; it is not part of the protocol.
+	trimLeft bool
 }
+
+// TrimLeft reports whether the output's leading spaces are dropped.
+func (r *CompletionRequest) TrimLeft() bool { return r.trimLeft }
+
+// SetTrimLeft asks for the output's leading spaces to be dropped.
+func (r *CompletionRequest) SetTrimLeft() { r.trimLeft = true }
 
 // TokenLogprob is the log-probability of one generated token.
 type TokenLogprob struct {

@@ -12,6 +12,9 @@ import (
 type TextGate struct {
 	stops   [][]byte
 	pending []byte
+	// TrimLeft drops spaces at the start of the output (set for prompt
+	// formats that end in "Assistant:", after which models write a space).
+	TrimLeft bool
 }
 
 // NewTextGate returns a gate for the given stop sequences (empty ones are
@@ -30,6 +33,13 @@ func NewTextGate(stops []string) *TextGate {
 // and whether a stop sequence was found; after a stop the text is everything
 // before the earliest stop sequence and the gate must not be used again.
 func (g *TextGate) Push(piece []byte) (string, bool) {
+	if g.TrimLeft {
+		piece = bytes.TrimLeft(piece, " ")
+		if len(piece) == 0 {
+			return "", false
+		}
+		g.TrimLeft = false
+	}
 	g.pending = append(g.pending, piece...)
 	cut := -1
 	for _, s := range g.stops {

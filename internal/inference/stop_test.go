@@ -45,6 +45,14 @@ func TestTextGateStopAcrossTokens(t *testing.T) {
 	}
 }
 
+func TestTextGateTrimLeft(t *testing.T) {
+	g := NewTextGate(nil)
+	g.TrimLeft = true
+	if got, _ := run(g, []string{" ", "  The", " end"}); got != "The end" {
+		t.Fatalf("got %q", got)
+	}
+}
+
 func TestTextGateHoldsPartialStop(t *testing.T) {
 	g := NewTextGate([]string{"</s>"})
 	out, _ := g.Push([]byte("abc</"))

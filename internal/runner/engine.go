@@ -290,6 +290,7 @@ func (e *Engine) admit(j *job) {
 	s.generated = 0
 	s.batchIdx = -1
 	s.gate = inference.NewTextGate(j.req.Stop)
+	s.gate.TrimLeft = j.req.TrimLeft()
 	e.countActive()
 }
 

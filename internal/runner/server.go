@@ -240,7 +240,10 @@ func (s *Server) promptTokens(req *inference.CompletionRequest) ([]llamacpp.Toke
 		if err != nil {
 			return nil, err
 		}
-		req.Stop = append(req.Stop, stops...)
+		if stops != nil {
+			req.Stop = append(req.Stop, stops...)
+			req.SetTrimLeft()
+		}
 		return s.model.Tokenize(text, true, true)
 	default:
 		return s.model.Tokenize(req.Prompt, true, true)
