@@ -636,9 +636,6 @@ var pendingLiveChecks = []string{
 // TestOpenAPIEmbeddingsMatch checks embeddings (float and base64, with and
 // without dimensions) on the default embedding model.
 func TestOpenAPIEmbeddingsMatch(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the default embedding model")
-	}
 	doc := loadSpec(t)
 	e := newEnv(t, defaultStore(t), engine.Config{})
 	c := newSpecChecker(t, doc, e)
