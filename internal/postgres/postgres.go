@@ -2,8 +2,8 @@
 // github.com/jackc/pgx/v5 (database/sql interface), for running several
 // API server replicas on one database. Open applies the embedded
 // migrations under an advisory lock, so replicas starting together do not
-// race; each domain's queries live in their own file (keys.go for teams
-// and API keys).
+// race. The queries themselves are shared with internal/sqlite in
+// internal/sqlstore, run here in the PostgreSQL dialect.
 package postgres
 
 import (
@@ -21,15 +21,33 @@ import (
 	"github.com/pressly/goose/v3/lock"
 
 	"github.com/sovereign-ai/sovereign/internal/auth"
+	"github.com/sovereign-ai/sovereign/internal/sqlstore"
 )
 
 //go:embed migrations/*.sql
 var migrations embed.FS
 
 // Store is a PostgreSQL database holding Sovereign's state. It is safe for
-// concurrent use.
+// concurrent use. Its auth.KeyStore methods come from internal/sqlstore.
 type Store struct {
+	*keyStore
 	db *sql.DB
+}
+
+// keyStore names the shared implementation so that embedding it adds no
+// exported field to Store.
+type keyStore = sqlstore.Store
+
+var _ auth.KeyStore = (*Store)(nil)
+
+// dialect is how the shared queries run on PostgreSQL: $n placeholders,
+// times as UTC timestamptz, constraint violations by SQLSTATE.
+var dialect = sqlstore.Dialect{
+	Name:                  "postgres",
+	Placeholder:           sqlstore.Dollar,
+	TimeValue:             func(t time.Time) any { return t.UTC() },
+	IsUniqueViolation:     func(err error) bool { return sqlState(err) == uniqueViolation },
+	IsForeignKeyViolation: func(err error) bool { return sqlState(err) == foreignKeyViolation },
 }
 
 // Open connects to the PostgreSQL database at url (postgres://… or
@@ -51,7 +69,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("postgres: connect: %w", err)
 	}
-	s := &Store{db: db}
+	s := &Store{keyStore: sqlstore.New(db, dialect), db: db}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -98,28 +116,4 @@ func sqlState(err error) string {
 		return pe.Code
 	}
 	return ""
-}
-
-// classify maps unique violations to auth.ErrConflict.
-func classify(err error) error {
-	if sqlState(err) == uniqueViolation {
-		return fmt.Errorf("%w: %v", auth.ErrConflict, err)
-	}
-	return err
-}
-
-func utcPtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
-
-func nullTime(t sql.NullTime) *time.Time {
-	if !t.Valid {
-		return nil
-	}
-	u := t.Time.UTC()
-	return &u
 }

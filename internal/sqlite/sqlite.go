@@ -1,7 +1,7 @@
 // Package sqlite is the embedded store: SQLite through the pure-Go driver
 // modernc.org/sqlite (cgo is reserved for the llama.cpp binding). Open
-// applies the embedded migrations; each domain's queries live in their own
-// file (keys.go for teams and API keys).
+// applies the embedded migrations; the queries themselves are shared with
+// internal/postgres in internal/sqlstore, run here in the SQLite dialect.
 package sqlite
 
 import (
@@ -22,15 +22,34 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/sovereign-ai/sovereign/internal/auth"
+	"github.com/sovereign-ai/sovereign/internal/sqlstore"
 )
 
 //go:embed migrations/*.sql
 var migrations embed.FS
 
 // Store is a SQLite database holding Sovereign's state. It is safe for
-// concurrent use.
+// concurrent use. Its auth.KeyStore methods come from internal/sqlstore.
 type Store struct {
+	*keyStore
 	db *sql.DB
+}
+
+// keyStore names the shared implementation so that embedding it adds no
+// exported field to Store.
+type keyStore = sqlstore.Store
+
+var _ auth.KeyStore = (*Store)(nil)
+
+// dialect is how the shared queries run on SQLite: '?' placeholders, times
+// as fixed-width RFC 3339 text, constraint violations from the driver's
+// extended result codes.
+var dialect = sqlstore.Dialect{
+	Name:                  "sqlite",
+	Placeholder:           sqlstore.Question,
+	TimeValue:             func(t time.Time) any { return fmtTime(t) },
+	IsUniqueViolation:     isUnique,
+	IsForeignKeyViolation: isForeignKey,
 }
 
 // Open opens (creating if needed) the SQLite database at path and brings
@@ -69,7 +88,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		db.SetMaxOpenConns(1)
 	}
 	db.SetConnMaxIdleTime(5 * time.Minute)
-	s := &Store{db: db}
+	s := &Store{keyStore: sqlstore.New(db, dialect), db: db}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
@@ -104,43 +123,17 @@ const timeFormat = "2006-01-02T15:04:05.000000Z"
 
 func fmtTime(t time.Time) string { return t.UTC().Format(timeFormat) }
 
-func fmtTimePtr(t *time.Time) any {
-	if t == nil {
-		return nil
-	}
-	return fmtTime(*t)
-}
-
-func parseTime(s string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("sqlite: bad stored time %q: %w", s, err)
-	}
-	return t.UTC(), nil
-}
-
-func parseTimePtr(s sql.NullString) (*time.Time, error) {
-	if !s.Valid {
-		return nil, nil
-	}
-	t, err := parseTime(s.String)
-	if err != nil {
-		return nil, err
-	}
-	return &t, nil
-}
-
-// classify maps unique and primary-key violations to auth.ErrConflict.
-func classify(err error) error {
+// isUnique reports whether err is a unique or primary-key violation.
+func isUnique(err error) bool {
 	var se *sqlite.Error
 	if !errors.As(err, &se) {
-		return err
+		return false
 	}
 	switch se.Code() {
 	case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
-		return fmt.Errorf("%w: %v", auth.ErrConflict, err)
+		return true
 	}
-	return err
+	return false
 }
 
 // isForeignKey reports whether err is a foreign-key violation. SQLite

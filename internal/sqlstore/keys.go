@@ -1,10 +1,9 @@
-package sqlite
+package sqlstore
 
 import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/sovereign-ai/sovereign/internal/auth"
@@ -17,10 +16,10 @@ var _ auth.KeyStore = (*Store)(nil)
 // CreateTeam stores t. Errors: auth.ErrConflict when the id or name is
 // taken.
 func (s *Store) CreateTeam(ctx context.Context, t auth.Team) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO teams (id, name, created_at) VALUES (?, ?, ?)`,
-		t.ID, t.Name, fmtTime(t.CreatedAt))
+	_, err := s.db.ExecContext(ctx, s.rebind(`INSERT INTO teams (id, name, created_at) VALUES (?, ?, ?)`),
+		t.ID, t.Name, s.timeValue(t.CreatedAt))
 	if err != nil {
-		return fmt.Errorf("sqlite: create team: %w", classify(err))
+		return s.errorf("create team: %w", s.classify(err))
 	}
 	return nil
 }
@@ -36,12 +35,12 @@ func (s *Store) GetTeamByName(ctx context.Context, name string) (auth.Team, erro
 }
 
 func (s *Store) getTeam(ctx context.Context, query, arg string) (auth.Team, error) {
-	t, err := scanTeam(s.db.QueryRowContext(ctx, query, arg))
+	t, err := s.scanTeam(s.db.QueryRowContext(ctx, s.rebind(query), arg))
 	if errors.Is(err, sql.ErrNoRows) {
-		return auth.Team{}, fmt.Errorf("sqlite: team %q: %w", arg, auth.ErrNotFound)
+		return auth.Team{}, s.errorf("team %q: %w", arg, auth.ErrNotFound)
 	}
 	if err != nil {
-		return auth.Team{}, fmt.Errorf("sqlite: get team: %w", err)
+		return auth.Team{}, s.errorf("get team: %w", err)
 	}
 	return t, nil
 }
@@ -50,19 +49,19 @@ func (s *Store) getTeam(ctx context.Context, query, arg string) (auth.Team, erro
 func (s *Store) ListTeams(ctx context.Context) ([]auth.Team, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, name, created_at FROM teams ORDER BY created_at, id`)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: list teams: %w", err)
+		return nil, s.errorf("list teams: %w", err)
 	}
 	defer rows.Close()
 	teams := []auth.Team{}
 	for rows.Next() {
-		t, err := scanTeam(rows)
+		t, err := s.scanTeam(rows)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: list teams: %w", err)
+			return nil, s.errorf("list teams: %w", err)
 		}
 		teams = append(teams, t)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: list teams: %w", err)
+		return nil, s.errorf("list teams: %w", err)
 	}
 	return teams, nil
 }
@@ -70,47 +69,47 @@ func (s *Store) ListTeams(ctx context.Context) ([]auth.Team, error) {
 // DeleteTeam removes team id. Errors: auth.ErrNotFound; auth.ErrConflict
 // when keys still belong to it.
 func (s *Store) DeleteTeam(ctx context.Context, id string) error {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM teams WHERE id = ?`, id)
-	if isForeignKey(err) {
-		return fmt.Errorf("sqlite: delete team %q: keys still belong to it: %w", id, auth.ErrConflict)
+	res, err := s.db.ExecContext(ctx, s.rebind(`DELETE FROM teams WHERE id = ?`), id)
+	if s.isForeignKey(err) {
+		return s.errorf("delete team %q: keys still belong to it: %w", id, auth.ErrConflict)
 	}
 	if err != nil {
-		return fmt.Errorf("sqlite: delete team: %w", err)
+		return s.errorf("delete team: %w", err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("sqlite: delete team: %w", err)
+		return s.errorf("delete team: %w", err)
 	} else if n == 0 {
-		return fmt.Errorf("sqlite: team %q: %w", id, auth.ErrNotFound)
+		return s.errorf("team %q: %w", id, auth.ErrNotFound)
 	}
 	return nil
 }
 
-type scanner interface{ Scan(dest ...any) error }
-
-func scanTeam(r scanner) (auth.Team, error) {
+func (s *Store) scanTeam(r scanner) (auth.Team, error) {
 	var t auth.Team
-	var created string
+	var created TimeScanner
 	if err := r.Scan(&t.ID, &t.Name, &created); err != nil {
 		return auth.Team{}, err
 	}
 	var err error
-	t.CreatedAt, err = parseTime(created)
-	return t, err
+	if t.CreatedAt, err = s.requiredTime(created); err != nil {
+		return auth.Team{}, err
+	}
+	return t, nil
 }
 
 // CreateKey stores k. Errors: auth.ErrConflict when the id or hash is
 // taken; auth.ErrNotFound when its team does not exist.
 func (s *Store) CreateKey(ctx context.Context, k auth.Key) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO api_keys
+	_, err := s.db.ExecContext(ctx, s.rebind(`INSERT INTO api_keys
 		(id, name, prefix, hash, team_id, scopes, created_at, expires_at, last_used_at, revoked_at, rotated_to)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		k.ID, k.Name, k.Prefix, k.Hash, k.TeamID, auth.JoinScopes(k.Scopes), fmtTime(k.CreatedAt),
-		fmtTimePtr(k.ExpiresAt), fmtTimePtr(k.LastUsedAt), fmtTimePtr(k.RevokedAt), k.RotatedTo)
-	if isForeignKey(err) {
-		return fmt.Errorf("sqlite: create key: team %q: %w", k.TeamID, auth.ErrNotFound)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		k.ID, k.Name, k.Prefix, k.Hash, k.TeamID, auth.JoinScopes(k.Scopes), s.timeValue(k.CreatedAt),
+		s.timePtrValue(k.ExpiresAt), s.timePtrValue(k.LastUsedAt), s.timePtrValue(k.RevokedAt), k.RotatedTo)
+	if s.isForeignKey(err) {
+		return s.errorf("create key: team %q: %w", k.TeamID, auth.ErrNotFound)
 	}
 	if err != nil {
-		return fmt.Errorf("sqlite: create key: %w", classify(err))
+		return s.errorf("create key: %w", s.classify(err))
 	}
 	return nil
 }
@@ -119,12 +118,12 @@ const keyColumns = `id, name, prefix, hash, team_id, scopes, created_at, expires
 
 // GetKey returns the key with id. Errors: auth.ErrNotFound.
 func (s *Store) GetKey(ctx context.Context, id string) (auth.Key, error) {
-	k, err := scanKey(s.db.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE id = ?`, id))
+	k, err := s.scanKey(s.db.QueryRowContext(ctx, s.rebind(`SELECT `+keyColumns+` FROM api_keys WHERE id = ?`), id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return auth.Key{}, fmt.Errorf("sqlite: key %q: %w", id, auth.ErrNotFound)
+		return auth.Key{}, s.errorf("key %q: %w", id, auth.ErrNotFound)
 	}
 	if err != nil {
-		return auth.Key{}, fmt.Errorf("sqlite: get key: %w", err)
+		return auth.Key{}, s.errorf("get key: %w", err)
 	}
 	return k, nil
 }
@@ -132,12 +131,12 @@ func (s *Store) GetKey(ctx context.Context, id string) (auth.Key, error) {
 // GetKeyByHash returns the key whose hash is hash. Errors:
 // auth.ErrNotFound.
 func (s *Store) GetKeyByHash(ctx context.Context, hash []byte) (auth.Key, error) {
-	k, err := scanKey(s.db.QueryRowContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE hash = ?`, hash))
+	k, err := s.scanKey(s.db.QueryRowContext(ctx, s.rebind(`SELECT `+keyColumns+` FROM api_keys WHERE hash = ?`), hash))
 	if errors.Is(err, sql.ErrNoRows) {
-		return auth.Key{}, fmt.Errorf("sqlite: key by hash: %w", auth.ErrNotFound)
+		return auth.Key{}, s.errorf("key by hash: %w", auth.ErrNotFound)
 	}
 	if err != nil {
-		return auth.Key{}, fmt.Errorf("sqlite: get key by hash: %w", err)
+		return auth.Key{}, s.errorf("get key by hash: %w", err)
 	}
 	return k, nil
 }
@@ -150,22 +149,22 @@ func (s *Store) ListKeys(ctx context.Context, teamID string) ([]auth.Key, error)
 	if teamID == "" {
 		rows, err = s.db.QueryContext(ctx, `SELECT `+keyColumns+` FROM api_keys ORDER BY created_at, id`)
 	} else {
-		rows, err = s.db.QueryContext(ctx, `SELECT `+keyColumns+` FROM api_keys WHERE team_id = ? ORDER BY created_at, id`, teamID)
+		rows, err = s.db.QueryContext(ctx, s.rebind(`SELECT `+keyColumns+` FROM api_keys WHERE team_id = ? ORDER BY created_at, id`), teamID)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: list keys: %w", err)
+		return nil, s.errorf("list keys: %w", err)
 	}
 	defer rows.Close()
 	keys := []auth.Key{}
 	for rows.Next() {
-		k, err := scanKey(rows)
+		k, err := s.scanKey(rows)
 		if err != nil {
-			return nil, fmt.Errorf("sqlite: list keys: %w", err)
+			return nil, s.errorf("list keys: %w", err)
 		}
 		keys = append(keys, k)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("sqlite: list keys: %w", err)
+		return nil, s.errorf("list keys: %w", err)
 	}
 	return keys, nil
 }
@@ -176,13 +175,13 @@ func (s *Store) UpdateKey(ctx context.Context, id string, u auth.KeyUpdate) erro
 	var set []string
 	var args []any
 	if u.RevokedAt != nil {
-		set, args = append(set, "revoked_at = ?"), append(args, fmtTime(*u.RevokedAt))
+		set, args = append(set, "revoked_at = ?"), append(args, s.timeValue(*u.RevokedAt))
 	}
 	if u.ExpiresAt != nil {
-		set, args = append(set, "expires_at = ?"), append(args, fmtTime(*u.ExpiresAt))
+		set, args = append(set, "expires_at = ?"), append(args, s.timeValue(*u.ExpiresAt))
 	}
 	if u.LastUsedAt != nil {
-		set, args = append(set, "last_used_at = ?"), append(args, fmtTime(*u.LastUsedAt))
+		set, args = append(set, "last_used_at = ?"), append(args, s.timeValue(*u.LastUsedAt))
 	}
 	if u.RotatedTo != nil {
 		set, args = append(set, "rotated_to = ?"), append(args, *u.RotatedTo)
@@ -191,17 +190,17 @@ func (s *Store) UpdateKey(ctx context.Context, id string, u auth.KeyUpdate) erro
 	var err error
 	if len(set) == 0 {
 		// Nothing to change; still report a missing key.
-		res, err = s.db.ExecContext(ctx, `UPDATE api_keys SET id = id WHERE id = ?`, id)
+		res, err = s.db.ExecContext(ctx, s.rebind(`UPDATE api_keys SET id = id WHERE id = ?`), id)
 	} else {
-		res, err = s.db.ExecContext(ctx, `UPDATE api_keys SET `+strings.Join(set, ", ")+` WHERE id = ?`, append(args, id)...)
+		res, err = s.db.ExecContext(ctx, s.rebind(`UPDATE api_keys SET `+strings.Join(set, ", ")+` WHERE id = ?`), append(args, id)...)
 	}
 	if err != nil {
-		return fmt.Errorf("sqlite: update key: %w", err)
+		return s.errorf("update key: %w", err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("sqlite: update key: %w", err)
+		return s.errorf("update key: %w", err)
 	} else if n == 0 {
-		return fmt.Errorf("sqlite: key %q: %w", id, auth.ErrNotFound)
+		return s.errorf("key %q: %w", id, auth.ErrNotFound)
 	}
 	return nil
 }
@@ -210,31 +209,31 @@ func (s *Store) UpdateKey(ctx context.Context, id string, u auth.KeyUpdate) erro
 func (s *Store) CountKeys(ctx context.Context) (int, error) {
 	var n int
 	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM api_keys`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("sqlite: count keys: %w", err)
+		return 0, s.errorf("count keys: %w", err)
 	}
 	return n, nil
 }
 
-func scanKey(r scanner) (auth.Key, error) {
+func (s *Store) scanKey(r scanner) (auth.Key, error) {
 	var k auth.Key
-	var scopes, created string
-	var expires, lastUsed, revoked sql.NullString
+	var scopes string
+	var created, expires, lastUsed, revoked TimeScanner
 	if err := r.Scan(&k.ID, &k.Name, &k.Prefix, &k.Hash, &k.TeamID, &scopes, &created,
 		&expires, &lastUsed, &revoked, &k.RotatedTo); err != nil {
 		return auth.Key{}, err
 	}
 	k.Scopes = auth.SplitScopes(scopes)
 	var err error
-	if k.CreatedAt, err = parseTime(created); err != nil {
+	if k.CreatedAt, err = s.requiredTime(created); err != nil {
 		return auth.Key{}, err
 	}
-	if k.ExpiresAt, err = parseTimePtr(expires); err != nil {
+	if k.ExpiresAt, err = s.timeOf(expires); err != nil {
 		return auth.Key{}, err
 	}
-	if k.LastUsedAt, err = parseTimePtr(lastUsed); err != nil {
+	if k.LastUsedAt, err = s.timeOf(lastUsed); err != nil {
 		return auth.Key{}, err
 	}
-	if k.RevokedAt, err = parseTimePtr(revoked); err != nil {
+	if k.RevokedAt, err = s.timeOf(revoked); err != nil {
 		return auth.Key{}, err
 	}
 	return k, nil
