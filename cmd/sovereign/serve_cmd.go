@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/auth"
+	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/config"
 	"github.com/sovereign-ai/sovereign/internal/engine"
 	"github.com/sovereign-ai/sovereign/internal/events"
@@ -25,17 +26,15 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/store"
 )
 
-// storeCatalog adapts the model store to the engine's Catalog.
-type storeCatalog struct{ store *models.Store }
+// pathsOf lets the engine find GGUF files through the model catalog,
+// which is built after the engine (the catalog routes to the engine).
+type pathsOf struct{ c **catalog.Catalog }
 
-func (c storeCatalog) ModelPath(id string) (string, error) {
-	if _, err := c.store.Get(id); err != nil {
-		if errors.Is(err, models.ErrNotFound) {
-			return "", fmt.Errorf("%w: %q", inference.ErrModelNotFound, id)
-		}
-		return "", err
+func (p pathsOf) ModelPath(id string) (string, error) {
+	if *p.c == nil {
+		return "", fmt.Errorf("%w: %q", inference.ErrModelNotFound, id)
 	}
-	return c.store.Path(id), nil
+	return (*p.c).ModelPath(id)
 }
 
 func newLogger(level string, w io.Writer) *slog.Logger {
@@ -86,11 +85,19 @@ func serveCommand(args []string) error {
 		return err
 	}
 	bus := events.NewBus()
+	var cat *catalog.Catalog
 	mgr := engine.New(engine.Config{
-		Catalog: storeCatalog{modelStore}, Slots: cfg.Slots, CtxPerSlot: cfg.CtxPerSlot, Threads: cfg.Threads,
+		Catalog: pathsOf{&cat}, Slots: cfg.Slots, CtxPerSlot: cfg.CtxPerSlot, Threads: cfg.Threads,
 		MaxQueue: cfg.MaxQueue, KeepAlive: cfg.KeepAlive, MaxLoaded: cfg.MaxLoaded, Events: bus, Log: log,
 	})
 	defer mgr.Close()
+	cat, err = catalog.New(ctx, catalog.Config{
+		Installed: modelStore, Specs: db, Configured: cfg.Models, Local: mgr, Events: bus, Log: log,
+	})
+	if err != nil {
+		return fmt.Errorf("model catalog: %w", err)
+	}
+	defer cat.Close()
 	met := metrics.New(func() []metrics.ModelState {
 		var out []metrics.ModelState
 		for _, s := range mgr.Status() {
@@ -100,7 +107,7 @@ func serveCommand(args []string) error {
 	})
 	shuttingDown := make(chan struct{})
 	api := &httpapi.Server{
-		Backend: mgr, Models: modelStore, Status: mgr.Status, Log: log,
+		Backend: cat, Models: cat, Log: log,
 		Auth: keys, Keys: keys, Metrics: met, MaxBody: cfg.MaxBodyBytes,
 		Ready: func(ctx context.Context) error {
 			select {
@@ -131,11 +138,14 @@ func serveCommand(args []string) error {
 	} else {
 		go func() { errc <- srv.Serve(ln) }()
 	}
-	list, _ := modelStore.List()
+	list := cat.List(ctx)
 	fmt.Fprintf(os.Stderr, "Sovereign is listening on %s://%s (OpenAI base URL: %s://%s/v1)\n", scheme, ln.Addr(), scheme, ln.Addr())
-	fmt.Fprintf(os.Stderr, "Database: %s. Models in %s: %d installed", store.Redact(cfg.DatabaseURL), cfg.ModelsDir, len(list))
+	fmt.Fprintf(os.Stderr, "Database: %s. Models (%s): %d", store.Redact(cfg.DatabaseURL), cfg.ModelsDir, len(list))
 	for _, m := range list {
 		fmt.Fprintf(os.Stderr, " %s", m.ID)
+		if m.Backend == catalog.BackendUpstream {
+			fmt.Fprint(os.Stderr, " (upstream)")
+		}
 	}
 	fmt.Fprintln(os.Stderr)
 	switch {

@@ -41,6 +41,10 @@ const (
 	ModelCrashed          Code = "model_crashed"
 	RequestCancelled      Code = "request_cancelled"
 	Internal              Code = "internal_error"
+	ModelRetired          Code = "model_retired"
+	UpstreamError         Code = "upstream_error"
+	UpstreamUnavailable   Code = "upstream_unavailable"
+	UpstreamTimeout       Code = "upstream_timeout"
 )
 
 type entry struct {
@@ -70,6 +74,10 @@ var table = map[Code]entry{
 	ModelCrashed:          {502, "server_error"},
 	RequestCancelled:      {499, "invalid_request_error"},
 	Internal:              {500, "server_error"},
+	ModelRetired:          {410, "invalid_request_error"},
+	UpstreamError:         {502, "server_error"},
+	UpstreamUnavailable:   {503, "server_error"},
+	UpstreamTimeout:       {504, "server_error"},
 }
 
 // Error is an API error. Message is shown to the client; Err (if any) is
@@ -113,7 +121,10 @@ func From(err error) *Error {
 	var inv *inference.InvalidError
 	var ov *inference.OverloadedError
 	var ld *inference.LoadingError
+	var up *inference.UpstreamError
 	switch {
+	case errors.As(err, &up):
+		return fromUpstream(up)
 	case errors.As(err, &inv):
 		return &Error{Code: InvalidRequest, Param: inv.Param, Message: inv.Message, Err: err}
 	case errors.As(err, &ov):
@@ -173,5 +184,26 @@ func Write(w http.ResponseWriter, err error) *Error {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(e.Status())
 	json.NewEncoder(w).Encode(e.Envelope())
+	return e
+}
+
+func fromUpstream(up *inference.UpstreamError) *Error {
+	e := &Error{Message: up.Message, RetryAfter: up.RetryAfter, Err: up}
+	switch up.Kind {
+	case inference.UpstreamRateLimited:
+		e.Code = RateLimitExceeded
+		if e.RetryAfter <= 0 {
+			e.RetryAfter = time.Second
+		}
+	case inference.UpstreamTimeout:
+		e.Code = UpstreamTimeout
+	case inference.UpstreamUnavailable:
+		e.Code = UpstreamUnavailable
+		if e.RetryAfter <= 0 {
+			e.RetryAfter = time.Second
+		}
+	default:
+		e.Code = UpstreamError
+	}
 	return e
 }

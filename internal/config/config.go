@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/sovereign-ai/sovereign/internal/catalog"
 )
 
 // Config is the server configuration.
@@ -39,6 +41,9 @@ type Config struct {
 	MaxQueue          int           `yaml:"max_queue"`
 	KeepAlive         time.Duration `yaml:"keep_alive"`
 	MaxLoaded         int           `yaml:"max_loaded"`
+	// Models configures upstream models, local models from other paths, and
+	// aliases, limits and deprecation (YAML only; see docs/models.md).
+	Models []catalog.Spec `yaml:"models"`
 }
 
 // setting describes one configuration entry.

@@ -27,19 +27,21 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/httpapi"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/metrics"
+	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/models"
 	sovstore "github.com/sovereign-ai/sovereign/internal/store"
 	"github.com/sovereign-ai/sovereign/internal/testutil"
 )
 
-// catalog adapts a models.Store for the engine.
-type catalog struct{ s *models.Store }
+// paths lets the engine find GGUF files through the catalog, which is
+// built after it.
+type paths struct{ c **catalog.Catalog }
 
-func (c catalog) ModelPath(id string) (string, error) {
-	if _, err := c.s.Get(id); err != nil {
+func (p paths) ModelPath(id string) (string, error) {
+	if *p.c == nil {
 		return "", fmt.Errorf("%w: %s", inference.ErrModelNotFound, id)
 	}
-	return c.s.Path(id), nil
+	return (*p.c).ModelPath(id)
 }
 
 type env struct {
@@ -47,6 +49,7 @@ type env struct {
 	url   string
 	key   string // an admin API key
 	mgr   *engine.Manager
+	cat   *catalog.Catalog
 	sub   *events.Subscription
 	store *models.Store
 }
@@ -73,14 +76,28 @@ func newEnv(t *testing.T, store *models.Store, cfg engine.Config) *env {
 	return newEnvWithDB(t, store, cfg, openDatabase(t, kind))
 }
 
+// newEnvSpecs is newEnv with configured models (the YAML file's).
+func newEnvSpecs(t *testing.T, store *models.Store, cfg engine.Config, specs []catalog.Spec) *env {
+	kind := os.Getenv("SOVEREIGN_TEST_DB")
+	if kind == "" {
+		kind = "sqlite"
+	}
+	return newEnvFull(t, store, cfg, openDatabase(t, kind), specs)
+}
+
 // newEnvWithDB serves the API over db with an engine for the models in
 // store, and bootstraps an admin key.
 func newEnvWithDB(t *testing.T, store *models.Store, cfg engine.Config, db sovstore.Store) *env {
+	return newEnvFull(t, store, cfg, db, nil)
+}
+
+func newEnvFull(t *testing.T, store *models.Store, cfg engine.Config, db sovstore.Store, specs []catalog.Spec) *env {
 	t.Helper()
 	bus := events.NewBus()
 	sub := bus.Subscribe(256)
+	var cat *catalog.Catalog
 	cfg.Exe = testutil.Binary(t)
-	cfg.Catalog = catalog{store}
+	cfg.Catalog = paths{&cat}
 	cfg.Events = bus
 	if cfg.Threads == 0 {
 		cfg.Threads = 2
@@ -94,14 +111,19 @@ func newEnvWithDB(t *testing.T, store *models.Store, cfg engine.Config, db sovst
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := &httpapi.Server{Backend: mgr, Models: store, Status: mgr.Status, Auth: keys, Keys: keys, Metrics: metrics.New(nil)}
+	cat, err = catalog.New(context.Background(), catalog.Config{Installed: store, Specs: db, Configured: specs, Local: mgr, Events: bus, Refresh: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := &httpapi.Server{Backend: cat, Models: cat, Auth: keys, Keys: keys, Metrics: metrics.New(nil)}
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(func() {
 		srv.Close()
+		cat.Close()
 		mgr.Close()
 		sub.Close()
 	})
-	return &env{t: t, url: srv.URL, key: secret, mgr: mgr, sub: sub, store: store}
+	return &env{t: t, url: srv.URL, key: secret, mgr: mgr, cat: cat, sub: sub, store: store}
 }
 
 // request sends body (JSON, or nothing when nil) with key.
@@ -317,7 +339,7 @@ func TestCorruptModelFailsWithReasonAndOthersKeepServing(t *testing.T) {
 	}
 	// The model list shows the failure with its reason.
 	lr := e.get("/v1/models/broken")
-	var m httpapi.Model
+	var m catalog.Model
 	json.NewDecoder(lr.Body).Decode(&m)
 	lr.Body.Close()
 	if m.Status != "failed" || !strings.Contains(m.StatusReason, "broken") {

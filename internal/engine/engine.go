@@ -188,6 +188,31 @@ func (m *Manager) Status() []ModelStatus {
 	return out
 }
 
+// Load starts the runner of id when it is not running and waits until it
+// is ready (or failed to load: the error says why).
+func (m *Manager) Load(ctx context.Context, id string) error {
+	p, err := m.acquire(ctx, id)
+	if err != nil {
+		return err
+	}
+	m.release(p)
+	return nil
+}
+
+// State returns the state of id (StateLoading, StateReady, StateFailed,
+// or "" when it is not loaded) and, for a failure, the reason.
+func (m *Manager) State(id string) (state, reason string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p, ok := m.runners[id]; ok {
+		return p.state(), ""
+	}
+	if f, ok := m.failed[id]; ok {
+		return StateFailed, f.reason
+	}
+	return "", ""
+}
+
 // Unload stops the runner of id, if any.
 func (m *Manager) Unload(id string) bool {
 	m.mu.Lock()

@@ -7,7 +7,6 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -18,22 +17,16 @@ import (
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
-	"github.com/sovereign-ai/sovereign/internal/engine"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/metrics"
-	"github.com/sovereign-ai/sovereign/internal/models"
 )
-
-// Catalog lists installed models.
-type Catalog interface {
-	List() ([]models.Manifest, error)
-	Get(id string) (models.Manifest, error)
-}
 
 // Server holds the API's dependencies.
 type Server struct {
+	// Backend runs inference; it receives resolved model ids.
 	Backend inference.Backend
-	Models  Catalog
+	// Models resolves model names and administers the catalog.
+	Models ModelCatalog
 	// Auth checks API keys; every /v1 route requires a key with the
 	// route's scope.
 	Auth Authenticator
@@ -43,8 +36,6 @@ type Server struct {
 	Metrics *metrics.Metrics
 	// Ready reports whether the server can serve (GET /readyz); nil: ready.
 	Ready func(ctx context.Context) error
-	// Status reports runtime state of models (loaded, failed); optional.
-	Status func() []engine.ModelStatus
 	Log    *slog.Logger
 	// MaxBody bounds request bodies (default 8 MiB).
 	MaxBody int64
@@ -92,12 +83,19 @@ type apiRoute struct {
 func (s *Server) routes() []apiRoute {
 	return []apiRoute{
 		{"GET /v1/models", auth.ScopeModelsRead, s.listModels},
-		{"GET /v1/models/{id...}", auth.ScopeModelsRead, s.getModel},
+		{"GET /v1/models/{id}", auth.ScopeModelsRead, s.getModel},
+		{"POST /v1/models/{id}", auth.ScopeModelsWrite, s.createModel},
+		{"PATCH /v1/models/{id}", auth.ScopeModelsWrite, s.updateModel},
+		{"DELETE /v1/models/{id}", auth.ScopeModelsWrite, s.deleteModel},
+		{"POST /v1/models/{id}/load", auth.ScopeModelsWrite, s.loadModel},
+		{"POST /v1/models/{id}/unload", auth.ScopeModelsWrite, s.unloadModel},
+		{"POST /v1/models/compare", auth.ScopeInference, s.compareModels},
 		{"POST /v1/chat/completions", auth.ScopeInference, s.chatCompletions},
 		{"POST /v1/completions", auth.ScopeInference, s.completions},
 		{"POST /v1/embeddings", auth.ScopeInference, s.embeddings},
 		{"POST /v1/tokenize", auth.ScopeInference, s.tokenize},
 		{"POST /v1/detokenize", auth.ScopeInference, s.detokenize},
+		{"POST /v1/rerank", auth.ScopeInference, s.rerank},
 		{"POST /v1/keys", auth.ScopeAdmin, s.createKey},
 		{"GET /v1/keys", auth.ScopeKeysRead, s.listKeys},
 		{"GET /v1/keys/{id}", auth.ScopeKeysRead, s.getKey},
@@ -125,7 +123,7 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) error {
 		return apierr.New(apierr.UnsupportedAPIVersion, fmt.Sprintf("API version v%s is not supported; this server serves /v1", m[1]))
 	}
 	var allow []string
-	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodDelete} {
 		probe := r.Clone(r.Context())
 		probe.Method = m
 		if _, pattern := s.mux.Handler(probe); pattern != "/" && pattern != "" {
@@ -213,21 +211,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	return json.NewEncoder(w).Encode(v)
-}
-
-// model looks up id and checks it offers capability.
-func (s *Server) model(id, capability string) (models.Manifest, error) {
-	m, err := s.Models.Get(id)
-	if errors.Is(err, models.ErrNotFound) || errors.Is(err, models.ErrInvalidID) {
-		return m, &apierr.Error{Code: apierr.ModelNotFound, Param: "model", Message: fmt.Sprintf("the model %q does not exist; GET /v1/models lists the installed models", id)}
-	}
-	if err != nil {
-		return m, err
-	}
-	if capability != "" && !m.Has(capability) {
-		return m, apierr.Invalid("model", fmt.Sprintf("the model %q does not support %s (it supports: %v)", id, capability, m.Capabilities))
-	}
-	return m, nil
 }
 
 // sse writes Server-Sent Events the way OpenAI does.

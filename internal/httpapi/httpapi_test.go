@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/auth"
+	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/metrics"
-	"github.com/sovereign-ai/sovereign/internal/models"
 )
 
 // Function-field fakes.
@@ -56,20 +56,47 @@ func (s *sliceStream) Recv() (inference.Event, error) {
 }
 func (s *sliceStream) Close() error { return nil }
 
-type fakeCatalog struct{}
-
-func (fakeCatalog) List() ([]models.Manifest, error) {
-	return []models.Manifest{{ID: "chat", Capabilities: []string{"chat", "completions"}}, {ID: "emb", Capabilities: []string{"embeddings"}}}, nil
+// fakeCatalog knows a chat model and an embedding model; create records
+// what it is given.
+type fakeCatalog struct {
+	create func(ctx context.Context, sp catalog.Spec) (catalog.Model, error)
 }
-func (c fakeCatalog) Get(id string) (models.Manifest, error) {
-	l, _ := c.List()
-	for _, m := range l {
+
+var fakeModels = []catalog.Model{
+	{ID: "chat", Object: "model", Backend: "local", Capabilities: []string{"chat", "completions"}, Status: "available"},
+	{ID: "emb", Object: "model", Backend: "local", Capabilities: []string{"embeddings"}, Status: "available"},
+}
+
+func (fakeCatalog) List(context.Context) []catalog.Model { return fakeModels }
+func (fakeCatalog) Get(_ context.Context, id string) (catalog.Model, error) {
+	for _, m := range fakeModels {
 		if m.ID == id {
 			return m, nil
 		}
 	}
-	return models.Manifest{}, models.ErrNotFound
+	return catalog.Model{}, catalog.ErrNotFound
 }
+func (c fakeCatalog) Resolve(ctx context.Context, name string) (catalog.Resolved, error) {
+	m, err := c.Get(ctx, name)
+	return catalog.Resolved{ID: m.ID, Backend: m.Backend, Capabilities: m.Capabilities}, err
+}
+func (c fakeCatalog) Create(ctx context.Context, sp catalog.Spec) (catalog.Model, error) {
+	if c.create == nil {
+		return catalog.Model{}, catalog.ErrConflict
+	}
+	return c.create(ctx, sp)
+}
+func (fakeCatalog) Update(context.Context, string, []byte) (catalog.Model, error) {
+	return catalog.Model{}, catalog.ErrReadOnly
+}
+func (fakeCatalog) Delete(context.Context, string) error { return catalog.ErrNotFound }
+func (c fakeCatalog) Load(ctx context.Context, id string) (catalog.Model, error) {
+	return c.Get(ctx, id)
+}
+func (c fakeCatalog) Unload(ctx context.Context, id string) (catalog.Model, error) {
+	return c.Get(ctx, id)
+}
+func (fakeCatalog) Record(string, catalog.Observation) {}
 
 // keys the fake authenticator knows: each secret maps to a key or an error.
 var (
@@ -137,7 +164,7 @@ func TestAuthMatrix(t *testing.T) {
 	s := &Server{}
 	for _, rt := range s.routes() {
 		method, path, _ := strings.Cut(rt.pattern, " ")
-		path = strings.NewReplacer("{id...}", "chat", "{id}", "key_x").Replace(path)
+		path = strings.NewReplacer("/v1/models/{id}", "/v1/models/chat", "{id}", "key_x").Replace(path)
 		cases := []struct {
 			name, key, code string
 			status          int

@@ -6,8 +6,10 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
+	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/openai"
 )
@@ -21,9 +23,14 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.model(req.Model, "chat"); err != nil {
+	m, err := s.model(w, r, req.Model, "chat")
+	if err != nil {
 		return err
 	}
+	if err := limit(m, &native); err != nil {
+		return err
+	}
+	req.Model, native.Model, native.Stream = m.ID, m.ID, req.Stream
 	ctx, cancel := withTimeout(r)
 	defer cancel()
 	streams, err := s.completeN(ctx, native, req.Choices())
@@ -99,7 +106,7 @@ func (s *Server) completeN(ctx context.Context, req inference.CompletionRequest,
 			seed := *req.Seed + uint32(i)
 			r.Seed = &seed
 		}
-		st, err := s.complete(ctx, r)
+		st, err := s.complete(ctx, r, i == 0)
 		if err != nil {
 			for _, o := range streams {
 				o.Close()
@@ -161,12 +168,17 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
 	if req.Choices() > 1 {
 		return apierr.Invalid("n", "n > 1 is supported on /v1/chat/completions; send one request per completion here")
 	}
-	if _, err := s.model(req.Model, "completions"); err != nil {
+	m, err := s.model(w, r, req.Model, "completions")
+	if err != nil {
 		return err
 	}
+	if err := limit(m, &native); err != nil {
+		return err
+	}
+	req.Model, native.Model, native.Stream = m.ID, m.ID, req.Stream
 	ctx, cancel := withTimeout(r)
 	defer cancel()
-	stream, err := s.complete(ctx, native)
+	stream, err := s.complete(ctx, native, true)
 	if err != nil {
 		return err
 	}
@@ -213,10 +225,14 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.model(req.Model, "embeddings"); err != nil {
+	m, err := s.model(w, r, req.Model, "embeddings")
+	if err != nil {
 		return err
 	}
+	req.Model, native.Model = m.ID, m.ID
+	start := time.Now()
 	res, err := s.Backend.Embed(r.Context(), native)
+	s.record(r.Context(), m.ID, catalog.Observation{Latency: time.Since(start), Failed: err != nil})
 	if err != nil {
 		return err
 	}
@@ -246,12 +262,11 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) error {
 	if err := openai.Decode(r.Body, &req); err != nil {
 		return err
 	}
-	if req.Model == "" {
-		return apierr.Invalid("model", "'model' is required")
-	}
-	if _, err := s.model(req.Model, ""); err != nil {
+	m, err := s.model(w, r, req.Model, "")
+	if err != nil {
 		return err
 	}
+	req.Model = m.ID
 	add := true
 	if req.AddSpecial != nil {
 		add = *req.AddSpecial
@@ -273,12 +288,11 @@ func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) error {
 	if err := openai.Decode(r.Body, &req); err != nil {
 		return err
 	}
-	if req.Model == "" {
-		return apierr.Invalid("model", "'model' is required")
-	}
-	if _, err := s.model(req.Model, ""); err != nil {
+	m, err := s.model(w, r, req.Model, "")
+	if err != nil {
 		return err
 	}
+	req.Model = m.ID
 	res, err := s.Backend.Detokenize(r.Context(), inference.DetokenizeRequest{Model: req.Model, Tokens: req.Tokens})
 	if err != nil {
 		return err
@@ -286,25 +300,88 @@ func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, map[string]string{"text": res.Content})
 }
 
-// complete starts a generation whose token usage is counted in metrics.
-func (s *Server) complete(ctx context.Context, req inference.CompletionRequest) (inference.Stream, error) {
+// complete starts a generation. Token usage is counted in the metrics;
+// with record, the request's outcome, latency, TTFT and decode speed go to
+// the model's live figures (one stream per request records).
+func (s *Server) complete(ctx context.Context, req inference.CompletionRequest, record bool) (inference.Stream, error) {
+	start := time.Now()
 	st, err := s.Backend.Complete(ctx, req)
-	if err != nil || s.Metrics == nil {
-		return st, err
+	if err != nil {
+		if record {
+			s.record(ctx, req.Model, catalog.Observation{Latency: time.Since(start), Failed: true})
+		}
+		return nil, err
 	}
-	return &meteredStream{Stream: st, s: s, model: req.Model}, nil
+	return &observedStream{Stream: st, s: s, ctx: ctx, model: req.Model, start: start, record: record}, nil
 }
 
-type meteredStream struct {
+// record adds an observation to the model's figures and metrics, unless
+// the client went away (which says nothing about the model).
+func (s *Server) record(ctx context.Context, model string, o catalog.Observation) {
+	if o.Failed && ctx.Err() != nil {
+		return
+	}
+	s.Models.Record(model, o)
+	if s.Metrics != nil {
+		s.Metrics.ObserveModel(model, o.Failed)
+	}
+}
+
+// observedStream measures a generation as its events pass.
+type observedStream struct {
 	inference.Stream
-	s     *Server
-	model string
+	mu     sync.Mutex
+	s      *Server
+	ctx    context.Context
+	model  string
+	record bool
+	start  time.Time
+	first  time.Time
+	last   time.Time
+	tokens int
+	failed bool
+	done   bool
+	closed bool
 }
 
-func (m *meteredStream) Recv() (inference.Event, error) {
-	ev, err := m.Stream.Recv()
-	if err == nil && ev.Done && ev.Usage != nil {
-		m.s.Metrics.AddTokens(m.model, ev.Usage.PromptTokens, ev.Usage.CompletionTokens)
+func (o *observedStream) Recv() (inference.Event, error) {
+	ev, err := o.Stream.Recv()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	switch {
+	case err != nil && !errors.Is(err, io.EOF):
+		o.failed = true
+	case err == nil:
+		now := time.Now()
+		if ev.Text != "" && o.first.IsZero() {
+			o.first = now
+		}
+		if ev.Done {
+			o.done, o.last = true, now
+			if ev.Usage != nil {
+				o.tokens = ev.Usage.CompletionTokens
+				if o.s.Metrics != nil {
+					o.s.Metrics.AddTokens(o.model, ev.Usage.PromptTokens, ev.Usage.CompletionTokens)
+				}
+			}
+		}
 	}
 	return ev, err
+}
+
+func (o *observedStream) Close() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.closed {
+		o.closed = true
+		if o.record && (o.done || o.failed) {
+			obs := catalog.Observation{Latency: time.Since(o.start), Failed: o.failed}
+			if !o.first.IsZero() {
+				obs.TTFT = o.first.Sub(o.start)
+				obs.CompletionTokens, obs.Decode = o.tokens, o.last.Sub(o.first)
+			}
+			o.s.record(o.ctx, o.model, obs)
+		}
+	}
+	return o.Stream.Close()
 }

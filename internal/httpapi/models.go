@@ -1,69 +1,197 @@
 package httpapi
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"strings"
+	"time"
 
-	"github.com/sovereign-ai/sovereign/internal/models"
+	"github.com/sovereign-ai/sovereign/internal/apierr"
+	"github.com/sovereign-ai/sovereign/internal/catalog"
+	"github.com/sovereign-ai/sovereign/internal/inference"
+	"github.com/sovereign-ai/sovereign/internal/openai"
 )
 
-// Model is the API's model object: OpenAI's fields plus what a platform
-// team needs to choose a model.
-type Model struct {
-	ID            string   `json:"id"`
-	Object        string   `json:"object"`
-	Created       int64    `json:"created"`
-	OwnedBy       string   `json:"owned_by"`
-	Family        string   `json:"family"`
-	Capabilities  []string `json:"capabilities"`
-	ContextLength uint64   `json:"context_length"`
-	Parameters    uint64   `json:"parameters"`
-	Quantization  string   `json:"quantization"`
-	Size          int64    `json:"size"`
-	// Status is "available" (installed, not loaded), "loading", "ready" or
-	// "failed"; StatusReason explains a failure.
-	Status       string `json:"status"`
-	StatusReason string `json:"status_reason,omitempty"`
+// ModelCatalog is the deployment's models: resolution for every inference
+// request, the catalog views, administration and lifecycle.
+type ModelCatalog interface {
+	Resolve(ctx context.Context, name string) (catalog.Resolved, error)
+	List(ctx context.Context) []catalog.Model
+	Get(ctx context.Context, id string) (catalog.Model, error)
+	Create(ctx context.Context, s catalog.Spec) (catalog.Model, error)
+	Update(ctx context.Context, id string, patch []byte) (catalog.Model, error)
+	Delete(ctx context.Context, id string) error
+	Load(ctx context.Context, id string) (catalog.Model, error)
+	Unload(ctx context.Context, id string) (catalog.Model, error)
+	Record(id string, o catalog.Observation)
 }
 
-func (s *Server) modelObject(m models.Manifest, status map[string][2]string) Model {
-	st := [2]string{"available", ""}
-	if v, ok := status[m.ID]; ok {
-		st = v
+// catalogError maps the catalog's errors to API errors.
+func catalogError(err error, id string) error {
+	var se *catalog.SpecError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &se):
+		return apierr.Invalid(se.Field, se.Message)
+	case errors.Is(err, catalog.ErrNotFound):
+		return &apierr.Error{Code: apierr.ModelNotFound, Param: "model", Message: fmt.Sprintf("the model %q does not exist; GET /v1/models lists the models", id), Err: err}
+	case errors.Is(err, catalog.ErrConflict), errors.Is(err, catalog.ErrReadOnly):
+		return &apierr.Error{Code: apierr.Conflict, Message: strings.TrimPrefix(err.Error(), "model conflict: "), Err: err}
 	}
-	return Model{ID: m.ID, Object: "model", Created: m.CreatedAt.Unix(), OwnedBy: "sovereign", Family: m.Family,
-		Capabilities: m.Capabilities, ContextLength: m.ContextLength, Parameters: m.Parameters,
-		Quantization: m.Quantization, Size: m.Size, Status: st[0], StatusReason: st[1]}
+	return err
 }
 
-func (s *Server) statuses() map[string][2]string {
-	out := map[string][2]string{}
-	if s.Status == nil {
-		return out
+// model resolves the model a request names, checks that it offers
+// capability and has not been retired, and sets the Deprecation, Sunset
+// and Link headers of a deprecated model.
+func (s *Server) model(w http.ResponseWriter, r *http.Request, name, capability string) (catalog.Resolved, error) {
+	if name == "" {
+		return catalog.Resolved{}, apierr.Invalid("model", "'model' is required")
 	}
-	for _, st := range s.Status() {
-		out[st.ID] = [2]string{st.State, st.Reason}
+	m, err := s.Models.Resolve(r.Context(), name)
+	if err != nil {
+		return m, catalogError(err, name)
 	}
-	return out
+	if d := m.Deprecation; d != nil {
+		replacement := ""
+		if d.Replacement != "" {
+			replacement = fmt.Sprintf("; use %q instead", d.Replacement)
+		}
+		if d.Sunset != nil && !time.Now().Before(*d.Sunset) {
+			return m, apierr.New(apierr.ModelRetired, fmt.Sprintf("the model %q was retired on %s%s", m.ID, d.Sunset.UTC().Format(time.RFC3339), replacement))
+		}
+		h := w.Header()
+		if d.DeprecatedAt != nil {
+			h.Set("Deprecation", fmt.Sprintf("@%d", d.DeprecatedAt.Unix()))
+		} else {
+			h.Set("Deprecation", "true")
+		}
+		if d.Sunset != nil {
+			h.Set("Sunset", d.Sunset.UTC().Format(http.TimeFormat))
+		}
+		if d.Replacement != "" {
+			h.Set("Link", fmt.Sprintf(`</v1/models/%s>; rel="successor-version"`, d.Replacement))
+		}
+	}
+	if capability != "" && !m.Has(capability) {
+		return m, apierr.Invalid("model", fmt.Sprintf("the model %q does not support %s (it supports: %s)", m.ID, capability, strings.Join(m.Capabilities, ", ")))
+	}
+	return m, nil
+}
+
+// limit applies a model's per-request limits to a generation: a larger
+// max_tokens is refused, a missing one defaults to the limit, and the
+// input limit travels to the backend, which counts the prompt.
+func limit(m catalog.Resolved, req *inference.CompletionRequest) error {
+	if l := m.Limits.MaxOutputTokens; l > 0 {
+		if req.MaxTokens > l {
+			return apierr.Invalid("max_tokens", fmt.Sprintf("max_tokens is %d but the model %q allows at most %d output tokens", req.MaxTokens, m.ID, l))
+		}
+		if req.MaxTokens == 0 {
+			req.MaxTokens = l
+		}
+	}
+	req.MaxInputTokens = m.Limits.MaxInputTokens
+	return nil
 }
 
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) error {
-	list, err := s.Models.List()
-	if err != nil {
-		return err
-	}
-	st := s.statuses()
-	data := make([]Model, 0, len(list))
-	for _, m := range list {
-		data = append(data, s.modelObject(m, st))
-	}
-	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": s.Models.List(r.Context())})
 }
 
 func (s *Server) getModel(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	m, err := s.model(id, "")
+	m, err := s.Models.Get(r.Context(), id)
+	if err != nil {
+		return catalogError(err, id)
+	}
+	return writeJSON(w, http.StatusOK, m)
+}
+
+// createModel adds a model configuration (POST /v1/models/{id}).
+func (s *Server) createModel(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	body, err := readBody(r)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, s.modelObject(m, s.statuses()))
+	var spec catalog.Spec
+	if err := catalog.DecodeSpec(body, &spec); err != nil {
+		return catalogError(err, id)
+	}
+	if spec.ID != "" && spec.ID != id {
+		return apierr.Invalid("id", fmt.Sprintf("the body's id %q differs from the path's %q", spec.ID, id))
+	}
+	spec.ID = id
+	if spec.APIKeyEnv != "" {
+		return apierr.Invalid("api_key_env", "'api_key_env' is for the configuration file; send 'api_key' through the API")
+	}
+	m, err := s.Models.Create(r.Context(), spec)
+	if err != nil {
+		return catalogError(err, id)
+	}
+	return writeJSON(w, http.StatusCreated, m)
+}
+
+// updateModel applies a JSON merge patch (PATCH /v1/models/{id}).
+func (s *Server) updateModel(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	m, err := s.Models.Update(r.Context(), id, body)
+	if err != nil {
+		return catalogError(err, id)
+	}
+	return writeJSON(w, http.StatusOK, m)
+}
+
+// readBody reads a request body that must be a JSON object.
+func readBody(r *http.Request) ([]byte, error) {
+	body, err := io.ReadAll(r.Body)
+	var maxErr *http.MaxBytesError
+	if errors.As(err, &maxErr) {
+		return nil, apierr.New(apierr.BodyTooLarge, fmt.Sprintf("the request body exceeds the limit of %d bytes", maxErr.Limit))
+	}
+	if err != nil {
+		return nil, err
+	}
+	var probe map[string]json.RawMessage
+	if err := openai.Decode(bytes.NewReader(body), &probe); err != nil {
+		return nil, err
+	}
+	return body, nil
+}
+
+func (s *Server) deleteModel(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if err := s.Models.Delete(r.Context(), id); err != nil {
+		return catalogError(err, id)
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "model", "deleted": true})
+}
+
+func (s *Server) loadModel(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	m, err := s.Models.Load(r.Context(), id)
+	if err != nil {
+		return catalogError(err, id)
+	}
+	return writeJSON(w, http.StatusOK, m)
+}
+
+func (s *Server) unloadModel(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	m, err := s.Models.Unload(r.Context(), id)
+	if err != nil {
+		return catalogError(err, id)
+	}
+	return writeJSON(w, http.StatusOK, m)
 }

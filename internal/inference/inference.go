@@ -7,6 +7,7 @@ package inference
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -42,12 +43,21 @@ type CompletionRequest struct {
 	Messages  []Message `json:"messages,omitempty"`
 	Tokens    []int32   `json:"tokens,omitempty"`
 	MaxTokens int       `json:"max_tokens,omitempty"` // 0: until the end of the context
-	Stop      []string  `json:"stop,omitempty"`
+	// MaxInputTokens refuses prompts longer than this (0: the context).
+	MaxInputTokens int      `json:"max_input_tokens,omitempty"`
+	Stop           []string `json:"stop,omitempty"`
 	Sampling
 	// Grammar is a GBNF grammar (root rule "root") constraining the output.
 	Grammar     string `json:"grammar,omitempty"`
 	Logprobs    bool   `json:"logprobs,omitempty"`
 	TopLogprobs int    `json:"top_logprobs,omitempty"`
+	// ResponseFormat is the client's OpenAI response_format, kept verbatim
+	// for upstream servers, which apply it themselves (Grammar is what a
+	// local runner applies).
+	ResponseFormat json.RawMessage `json:"-"`
+	// Stream tells whether the caller forwards events as they come; when
+	// false a backend may produce the answer in one piece.
+	Stream bool `json:"-"`
 	// trimLeft is set by a runner whose prompt format makes the model start
 	// with a space; it is not part of the protocol.
 	trimLeft bool
@@ -129,6 +139,32 @@ type DetokenizeResponse struct {
 	Content string `json:"content"`
 }
 
+// RerankRequest asks for the relevance of each document to the query.
+type RerankRequest struct {
+	Model     string   `json:"model,omitempty"`
+	Query     string   `json:"query"`
+	Documents []string `json:"documents"`
+	// TopN keeps the best TopN results (0: all).
+	TopN int `json:"top_n,omitempty"`
+}
+
+// RerankResult is one document's relevance.
+type RerankResult struct {
+	Index          int     `json:"index"`
+	RelevanceScore float64 `json:"relevance_score"`
+}
+
+// RerankResponse holds results ordered by decreasing relevance.
+type RerankResponse struct {
+	Results      []RerankResult `json:"results"`
+	PromptTokens int            `json:"prompt_tokens"`
+}
+
+// Reranker is implemented by backends that can rerank documents.
+type Reranker interface {
+	Rerank(ctx context.Context, req RerankRequest) (RerankResponse, error)
+}
+
 // Stream yields completion events. Recv returns io.EOF after the final
 // event; Close releases the request (cancelling generation if unfinished).
 type Stream interface {
@@ -173,6 +209,28 @@ type LoadingError struct {
 func (e *LoadingError) Error() string {
 	return fmt.Sprintf("model %q is loading, retry after %s", e.Model, e.RetryAfter)
 }
+
+// Upstream failure kinds (see UpstreamError).
+const (
+	UpstreamUnavailable = "unavailable"  // no replica could be reached
+	UpstreamTimeout     = "timeout"      // the upstream did not answer in time
+	UpstreamBadResponse = "bad_response" // the upstream answered with an error or garbage
+	UpstreamRateLimited = "rate_limited" // the upstream answered 429
+)
+
+// UpstreamError is a failure of an upstream server behind a model. Kind
+// says which (the HTTP layer maps it to 503, 504, 502 or 429); Status is
+// the upstream's HTTP status when it answered; RetryAfter passes its
+// Retry-After on.
+type UpstreamError struct {
+	Model      string
+	Kind       string
+	Status     int
+	Message    string
+	RetryAfter time.Duration
+}
+
+func (e *UpstreamError) Error() string { return e.Message }
 
 // InvalidError is a request the model cannot serve as given; Param names
 // the offending field when one applies.

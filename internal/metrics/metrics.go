@@ -26,6 +26,7 @@ type Metrics struct {
 	requests *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	tokens   *prometheus.CounterVec
+	outcomes *prometheus.CounterVec
 }
 
 // New registers the collectors; models is called at scrape time for the
@@ -44,8 +45,11 @@ func New(models func() []ModelState) *Metrics {
 		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sovereign_tokens_total", Help: "Tokens processed by model and kind (prompt, completion).",
 		}, []string{"model", "kind"}),
+		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sovereign_model_requests_total", Help: "Inference requests by model and outcome (ok, error), counting failures after a stream started.",
+		}, []string{"model", "outcome"}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.tokens,
+	reg.MustRegister(m.requests, m.latency, m.tokens, m.outcomes,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if models != nil {
 		reg.MustRegister(&engineCollector{models: models})
@@ -68,6 +72,15 @@ func (m *Metrics) ObserveRequest(route, method string, code int, d time.Duration
 func (m *Metrics) AddTokens(model string, prompt, completion int) {
 	m.tokens.WithLabelValues(model, "prompt").Add(float64(prompt))
 	m.tokens.WithLabelValues(model, "completion").Add(float64(completion))
+}
+
+// ObserveModel counts one inference request to model and how it ended.
+func (m *Metrics) ObserveModel(model string, failed bool) {
+	outcome := "ok"
+	if failed {
+		outcome = "error"
+	}
+	m.outcomes.WithLabelValues(model, outcome).Inc()
 }
 
 var (

@@ -60,3 +60,8 @@ func capabilities(arch string, pooling uint64, hasPooling bool) []string {
 		return []string{CapChat, CapCompletions}
 	}
 }
+
+// Inspect describes the GGUF file at path as a manifest (without id,
+// source, checksum or dates): family, capabilities, context length,
+// parameters, quantization and chat template. Its error names the file.
+func Inspect(path string) (Manifest, error) { return readMeta(path) }

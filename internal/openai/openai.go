@@ -257,6 +257,7 @@ func (r *ChatRequest) Native() (inference.CompletionRequest, error) {
 		return out, apierr.Invalid("top_logprobs", "'top_logprobs' requires 'logprobs' to be true")
 	}
 	if rf := r.ResponseFormat; rf != nil {
+		out.ResponseFormat, _ = json.Marshal(rf) // for upstream servers
 		switch rf.Type {
 		case "", "text":
 		case "json_object":

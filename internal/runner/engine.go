@@ -158,6 +158,10 @@ func (e *Engine) Submit(ctx context.Context, req inference.CompletionRequest, pr
 		return nil, &inference.InvalidError{Param: "messages", Message: fmt.Sprintf(
 			"the prompt has %d tokens but the model's context per request is %d tokens", len(prompt), e.nCtxSeq)}
 	}
+	if req.MaxInputTokens > 0 && len(prompt) > req.MaxInputTokens {
+		return nil, &inference.InvalidError{Param: "messages", Message: fmt.Sprintf(
+			"the prompt has %d tokens but this model accepts at most %d input tokens", len(prompt), req.MaxInputTokens)}
+	}
 	sp := llamacpp.SamplerParams{
 		Temperature:      req.Temperature,
 		TopK:             req.TopK,

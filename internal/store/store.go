@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/sovereign-ai/sovereign/internal/auth"
+	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/postgres"
 	"github.com/sovereign-ai/sovereign/internal/sqlite"
 )
@@ -20,6 +21,7 @@ import (
 // interface, Close, and Ping for readiness probes.
 type Store interface {
 	auth.KeyStore
+	catalog.SpecStore
 	io.Closer
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/auth"
+	"github.com/sovereign-ai/sovereign/internal/catalog"
 )
 
 // Run runs the suite. open must return a fresh, empty, migrated store for
@@ -37,6 +38,7 @@ func Run(t *testing.T, open func(t *testing.T) auth.KeyStore) {
 		{"TimesAreUTC", testTimesAreUTC},
 		{"ConcurrentWrites", testConcurrentWrites},
 		{"Service", testService},
+		{"ModelSpecs", testModelSpecs},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -507,5 +509,49 @@ func testService(t *testing.T, s auth.KeyStore) {
 	keys, err := svc.ListKeys(ctx, team.ID)
 	if err != nil || len(keys) != 2 {
 		t.Errorf("ListKeys(team) = %d keys, %v; want 2", len(keys), err)
+	}
+}
+
+// testModelSpecs checks the catalog.SpecStore side, for stores that have
+// one.
+func testModelSpecs(t *testing.T, ks auth.KeyStore) {
+	s, ok := ks.(catalog.SpecStore)
+	if !ok {
+		t.Fatalf("%T does not implement catalog.SpecStore", ks)
+	}
+	ctx := context.Background()
+	if list, err := s.ListModelSpecs(ctx); err != nil || len(list) != 0 {
+		t.Fatalf("empty store: %v, %v", list, err)
+	}
+	a := catalog.StoredSpec{ID: "b-up", Spec: []byte(`{"id":"b-up","backend":"upstream"}`), CreatedAt: at(0), UpdatedAt: at(0)}
+	b := catalog.StoredSpec{ID: "a-local", Spec: []byte(`{"id":"a-local"}`), CreatedAt: at(time.Hour), UpdatedAt: at(time.Hour)}
+	for _, sp := range []catalog.StoredSpec{a, b} {
+		if err := s.PutModelSpec(ctx, sp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Replacing keeps created_at and takes the new spec and updated_at.
+	a2 := a
+	a2.Spec, a2.CreatedAt, a2.UpdatedAt = []byte(`{"id":"b-up","backend":"upstream","aliases":["fast"]}`), at(5*time.Hour), at(2*time.Hour)
+	if err := s.PutModelSpec(ctx, a2); err != nil {
+		t.Fatal(err)
+	}
+	list, err := s.ListModelSpecs(ctx)
+	if err != nil || len(list) != 2 {
+		t.Fatalf("list: %v, %v", list, err)
+	}
+	if list[0].ID != "a-local" || list[1].ID != "b-up" {
+		t.Fatalf("order: %s, %s", list[0].ID, list[1].ID)
+	}
+	got := list[1]
+	if string(got.Spec) != string(a2.Spec) || !got.CreatedAt.Equal(at(0)) || !got.UpdatedAt.Equal(at(2*time.Hour)) {
+		t.Fatalf("replaced spec: %s created %v updated %v", got.Spec, got.CreatedAt, got.UpdatedAt)
+	}
+	if err := s.DeleteModelSpec(ctx, "b-up"); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "delete again", s.DeleteModelSpec(ctx, "b-up"), catalog.ErrNotFound)
+	if list, _ := s.ListModelSpecs(ctx); len(list) != 1 {
+		t.Fatalf("after delete: %v", list)
 	}
 }

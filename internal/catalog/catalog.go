@@ -1,0 +1,705 @@
+// Package catalog is the deployment's model catalog: which models a server
+// offers, where each runs (the local engine, or upstream OpenAI-compatible
+// servers), under which names (ids and aliases), with which limits and
+// deprecation, in which state, and how each has performed over the last
+// hour. Installed GGUF models appear on their own; the YAML configuration
+// and the admin API add upstream models, local models from other paths,
+// and settings. The Catalog routes inference requests to the right
+// backend (it implements inference.Backend).
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/events"
+	"github.com/sovereign-ai/sovereign/internal/inference"
+	"github.com/sovereign-ai/sovereign/internal/models"
+	"github.com/sovereign-ai/sovereign/internal/upstream"
+)
+
+// Errors, checked with errors.Is.
+var (
+	// ErrNotFound: no model or alias by that name.
+	ErrNotFound = errors.New("model not found")
+	// ErrConflict: the id or an alias is taken.
+	ErrConflict = errors.New("model conflict")
+	// ErrReadOnly: the model is defined in the configuration file.
+	ErrReadOnly = errors.New("model is defined in the configuration file")
+)
+
+// Installed lists the models in the models directory.
+type Installed interface {
+	List() ([]models.Manifest, error)
+	Get(id string) (models.Manifest, error)
+	Path(id string) string
+	Remove(id string) error
+}
+
+// StoredSpec is a model configuration kept in the database.
+type StoredSpec struct {
+	ID        string
+	Spec      []byte // JSON of Spec
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// SpecStore keeps the configurations made through the API.
+type SpecStore interface {
+	// ListModelSpecs returns every stored configuration.
+	ListModelSpecs(ctx context.Context) ([]StoredSpec, error)
+	// PutModelSpec creates or replaces a configuration.
+	PutModelSpec(ctx context.Context, s StoredSpec) error
+	// DeleteModelSpec removes one (an error wrapping a not-found error
+	// when there is none).
+	DeleteModelSpec(ctx context.Context, id string) error
+}
+
+// Local is the engine running local models.
+type Local interface {
+	inference.Backend
+	// Load starts the model's runner and waits until it is ready.
+	Load(ctx context.Context, id string) error
+	// Unload stops it; false when it was not loaded.
+	Unload(id string) bool
+	// State returns the model's state (loading, ready, failed; "" when not
+	// loaded) and, when failed, why.
+	State(id string) (state, reason string)
+}
+
+// Config configures a Catalog.
+type Config struct {
+	Installed Installed
+	Specs     SpecStore
+	// Configured are the YAML file's models.
+	Configured []Spec
+	Local      Local
+	Events     events.Publisher
+	Stats      *Stats
+	Log        *slog.Logger
+	// Getenv reads api_key_env (default os.Getenv).
+	Getenv func(string) string
+	// Refresh is how often installed models and stored configurations are
+	// re-read (default 15s), so that models pulled by the CLI and changes
+	// made on other replicas of the server appear.
+	Refresh time.Duration
+	Now     func() time.Time
+}
+
+// entry is one resolved model.
+type entry struct {
+	spec      Spec // merged configuration; ID is the model id
+	source    string
+	manifest  *models.Manifest
+	path      string // GGUF file (local)
+	created   time.Time
+	remote    *upstream.Backend
+	remoteKey string
+}
+
+// Catalog is the set of models a server offers.
+type Catalog struct {
+	cfg Config
+
+	mu      sync.RWMutex
+	entries map[string]*entry
+	aliases map[string]string
+	remotes map[string]*entry // by id: upstream backends to reuse across rebuilds
+	loaded  time.Time
+
+	stop     chan struct{}
+	stopOnce sync.Once
+	wg       sync.WaitGroup
+}
+
+// New builds the catalog and starts its refresher and the upstream health
+// checks. It returns an error when the configured models are inconsistent
+// (bad specs, duplicate ids or aliases).
+func New(ctx context.Context, cfg Config) (*Catalog, error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Getenv == nil {
+		cfg.Getenv = os.Getenv
+	}
+	if cfg.Refresh == 0 {
+		cfg.Refresh = 15 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Stats == nil {
+		cfg.Stats = NewStats()
+	}
+	if cfg.Events == nil {
+		cfg.Events = events.NewBus()
+	}
+	ids := map[string]bool{}
+	for i := range cfg.Configured {
+		s := &cfg.Configured[i]
+		if s.APIKeyEnv != "" && s.APIKey == "" {
+			s.APIKey = cfg.Getenv(s.APIKeyEnv)
+			if s.APIKey == "" {
+				return nil, fmt.Errorf("models[%d] %q: api_key_env %s is not set", i, s.ID, s.APIKeyEnv)
+			}
+		}
+		if err := s.Normalize(); err != nil {
+			return nil, fmt.Errorf("models[%d] %q: %v", i, s.ID, err)
+		}
+		if ids[s.ID] {
+			return nil, fmt.Errorf("models[%d]: the id %q is configured twice", i, s.ID)
+		}
+		ids[s.ID] = true
+	}
+	c := &Catalog{cfg: cfg, entries: map[string]*entry{}, aliases: map[string]string{}, remotes: map[string]*entry{}, stop: make(chan struct{})}
+	if err := c.rebuild(ctx, true); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if cfg.Refresh > 0 {
+		c.wg.Add(1)
+		go c.refresher()
+	}
+	return c, nil
+}
+
+// Close stops the refresher and the upstream backends.
+func (c *Catalog) Close() {
+	c.stopOnce.Do(func() { close(c.stop) })
+	c.wg.Wait()
+	c.mu.Lock()
+	rs := c.remotes
+	c.remotes = map[string]*entry{}
+	c.mu.Unlock()
+	for _, e := range rs {
+		e.remote.Close()
+	}
+}
+
+func (c *Catalog) refresher() {
+	defer c.wg.Done()
+	t := time.NewTicker(c.cfg.Refresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := c.rebuild(ctx, false); err != nil {
+			c.cfg.Log.Warn("refreshing the model catalog", "err", err)
+		}
+		cancel()
+	}
+}
+
+// Refresh re-reads installed models and stored configurations now.
+func (c *Catalog) Refresh(ctx context.Context) error { return c.rebuild(ctx, false) }
+
+// rebuild recomputes the entries from the three sources. With strict, a
+// stored configuration that no longer fits is an error; otherwise it is
+// logged and skipped.
+func (c *Catalog) rebuild(ctx context.Context, strict bool) error {
+	installed, err := c.cfg.Installed.List()
+	if err != nil {
+		if installed == nil {
+			return fmt.Errorf("listing installed models: %w", err)
+		}
+		c.cfg.Log.Warn("some installed models are unreadable and left out", "err", err)
+	}
+	var stored []StoredSpec
+	if c.cfg.Specs != nil {
+		if stored, err = c.cfg.Specs.ListModelSpecs(ctx); err != nil {
+			return fmt.Errorf("reading model configurations: %w", err)
+		}
+	}
+	entries := map[string]*entry{}
+	for i := range installed {
+		m := installed[i]
+		entries[m.ID] = &entry{spec: Spec{ID: m.ID, Backend: BackendLocal}, source: SourceInstalled, manifest: &m, path: c.cfg.Installed.Path(m.ID), created: m.CreatedAt}
+	}
+	apply := func(s Spec, source string, created time.Time) error {
+		e := &entry{spec: s, source: source, created: created}
+		if base, ok := entries[s.ID]; ok && base.source == SourceInstalled && s.Backend == BackendLocal && s.Path == "" {
+			e.manifest, e.path, e.created = base.manifest, base.path, base.created
+		}
+		if s.Backend == BackendLocal && e.manifest == nil {
+			if s.Path == "" {
+				return fmt.Errorf("model %q: a local model needs 'path' unless it is installed (sovereign models pull)", s.ID)
+			}
+			m, err := readGGUF(s.ID, s.Path)
+			if err != nil {
+				return fmt.Errorf("model %q: %w", s.ID, err)
+			}
+			e.manifest, e.path = &m, s.Path
+		}
+		entries[s.ID] = e
+		return nil
+	}
+	for _, st := range stored {
+		var s Spec
+		if err := json.Unmarshal(st.Spec, &s); err == nil {
+			err = s.Normalize()
+		}
+		if err == nil {
+			err = apply(s, SourceAPI, st.CreatedAt)
+		}
+		if err != nil {
+			if strict {
+				return fmt.Errorf("stored model configuration %q: %w", st.ID, err)
+			}
+			c.cfg.Log.Warn("skipping a stored model configuration", "model", st.ID, "err", err)
+		}
+	}
+	for _, s := range c.cfg.Configured {
+		if err := apply(s, SourceConfig, time.Time{}); err != nil {
+			return err
+		}
+	}
+	aliases := map[string]string{}
+	for _, id := range sortedKeys(entries) {
+		for _, a := range entries[id].spec.Aliases {
+			if _, taken := entries[a]; taken {
+				return fmt.Errorf("model %q: alias %q is also a model id", id, a)
+			}
+			if other, taken := aliases[a]; taken {
+				return fmt.Errorf("alias %q is claimed by both %q and %q", a, other, id)
+			}
+			aliases[a] = id
+		}
+	}
+	// Reuse upstream backends whose connection settings did not change.
+	c.mu.Lock()
+	var started, closed []*upstream.Backend
+	remotes := map[string]*entry{}
+	for id, e := range entries {
+		if e.spec.Backend != BackendUpstream {
+			continue
+		}
+		key := remoteKey(e.spec)
+		if old, ok := c.remotes[id]; ok && old.remoteKey == key {
+			e.remote, e.remoteKey = old.remote, key
+		} else {
+			b, err := c.newRemote(e.spec)
+			if err != nil {
+				c.mu.Unlock()
+				for _, b := range started {
+					b.Close()
+				}
+				return err
+			}
+			e.remote, e.remoteKey = b, key
+			started = append(started, b)
+		}
+		remotes[id] = e
+	}
+	for id, old := range c.remotes {
+		if e, ok := remotes[id]; !ok || e.remote != old.remote {
+			closed = append(closed, old.remote)
+		}
+	}
+	c.entries, c.aliases, c.remotes, c.loaded = entries, aliases, remotes, c.cfg.Now()
+	c.mu.Unlock()
+	for _, b := range closed {
+		b.Close()
+	}
+	for _, b := range started {
+		b.Start()
+	}
+	return nil
+}
+
+func remoteKey(s Spec) string {
+	b, _ := json.Marshal([]any{s.URLs(), s.APIKey, s.UpstreamModel, s.Timeouts, s.HealthCheckInterval, s.Tokenizer})
+	return string(b)
+}
+
+func (c *Catalog) newRemote(s Spec) (*upstream.Backend, error) {
+	cfg := upstream.Config{Model: s.ID, UpstreamModel: s.UpstreamModel, Replicas: s.URLs(), APIKey: s.APIKey, Events: c.cfg.Events, Log: c.cfg.Log}
+	if t := s.Timeouts; t != nil {
+		cfg.ConnectTimeout, cfg.FirstByteTimeout, cfg.IdleTimeout, cfg.Timeout = time.Duration(t.Connect), time.Duration(t.FirstByte), time.Duration(t.Idle), time.Duration(t.Total)
+	}
+	if s.HealthCheckInterval != nil {
+		cfg.HealthInterval = time.Duration(*s.HealthCheckInterval)
+	}
+	if s.Tokenizer != "" && c.cfg.Local != nil {
+		cfg.Tokenizer, cfg.TokenizerModel = c.cfg.Local, s.Tokenizer
+	}
+	return upstream.New(cfg)
+}
+
+// readGGUF describes a GGUF file outside the models directory.
+func readGGUF(id, path string) (models.Manifest, error) {
+	m, err := models.Inspect(path)
+	if err != nil {
+		return models.Manifest{}, err
+	}
+	m.ID = id
+	if st, err := os.Stat(path); err == nil {
+		m.Size = st.Size()
+		m.CreatedAt = st.ModTime()
+	}
+	m.Source = "file://" + path
+	return m, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// lookup resolves id or an alias to its entry; a miss re-reads the
+// sources once, so a model pulled a moment ago is found.
+func (c *Catalog) lookup(ctx context.Context, name string) (*entry, error) {
+	if e := c.find(name); e != nil {
+		return e, nil
+	}
+	c.mu.RLock()
+	fresh := c.cfg.Now().Sub(c.loaded) < time.Second
+	c.mu.RUnlock()
+	if !fresh {
+		if err := c.rebuild(ctx, false); err != nil {
+			c.cfg.Log.Warn("refreshing the model catalog", "err", err)
+		}
+		if e := c.find(name); e != nil {
+			return e, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %q", ErrNotFound, name)
+}
+
+func (c *Catalog) find(name string) *entry {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if e, ok := c.entries[name]; ok {
+		return e
+	}
+	if id, ok := c.aliases[name]; ok {
+		return c.entries[id]
+	}
+	return nil
+}
+
+// Model is a catalog entry as the API shows it: OpenAI's model fields plus
+// what a platform team needs to choose and operate a model.
+type Model struct {
+	ID            string   `json:"id"`
+	Object        string   `json:"object"`
+	Created       int64    `json:"created"`
+	OwnedBy       string   `json:"owned_by"`
+	Backend       string   `json:"backend"`
+	Source        string   `json:"source"`
+	Family        string   `json:"family"`
+	Capabilities  []string `json:"capabilities"`
+	ContextLength uint64   `json:"context_length"`
+	Parameters    uint64   `json:"parameters"`
+	Quantization  string   `json:"quantization"`
+	Size          int64    `json:"size"`
+	// Tokenizer is the model whose vocabulary counts this model's tokens
+	// ("" when none is known: usage is then the upstream's or estimated).
+	Tokenizer string `json:"tokenizer"`
+	// Status is available (nothing running or checked), loading, ready or
+	// failed; StatusReason explains a failure.
+	Status       string       `json:"status"`
+	StatusReason string       `json:"status_reason,omitempty"`
+	Aliases      []string     `json:"aliases"`
+	Limits       Limits       `json:"limits"`
+	Deprecation  *Deprecation `json:"deprecation,omitempty"`
+	Upstream     *Upstream    `json:"upstream,omitempty"`
+	Stats        Figures      `json:"stats"`
+}
+
+// Upstream describes where an upstream model is served.
+type Upstream struct {
+	Model    string                   `json:"model"`
+	APIKey   bool                     `json:"api_key_set"`
+	Replicas []upstream.ReplicaStatus `json:"replicas"`
+}
+
+// view renders e.
+func (c *Catalog) view(e *entry) Model {
+	s := e.spec
+	m := Model{ID: s.ID, Object: "model", Created: e.created.Unix(), OwnedBy: "sovereign", Backend: s.Backend, Source: e.source,
+		Aliases: append([]string{}, s.Aliases...), Deprecation: s.Deprecation, Stats: c.cfg.Stats.Get(s.ID)}
+	if e.created.IsZero() {
+		m.Created = 0
+	}
+	if mf := e.manifest; mf != nil {
+		m.Family, m.Capabilities, m.ContextLength, m.Parameters, m.Quantization, m.Size = mf.Family, mf.Capabilities, mf.ContextLength, mf.Parameters, mf.Quantization, mf.Size
+		m.Tokenizer = s.ID
+	}
+	if s.Family != "" {
+		m.Family = s.Family
+	}
+	if len(s.Capabilities) > 0 {
+		m.Capabilities = s.Capabilities
+	}
+	if m.Capabilities == nil {
+		m.Capabilities = []string{}
+	}
+	if s.ContextLength > 0 {
+		m.ContextLength = s.ContextLength
+	}
+	if s.Parameters > 0 {
+		m.Parameters = s.Parameters
+	}
+	if s.Quantization != "" {
+		m.Quantization = s.Quantization
+	}
+	if s.Tokenizer != "" {
+		m.Tokenizer = s.Tokenizer
+	}
+	if s.Limits != nil {
+		m.Limits = *s.Limits
+	}
+	if m.Limits.MaxInputTokens == 0 && m.ContextLength > 0 {
+		m.Limits.MaxInputTokens = int(m.ContextLength)
+	}
+	m.Status = "available"
+	switch {
+	case e.remote != nil:
+		st := e.remote.Status()
+		m.Status, m.StatusReason = st.State, st.Reason
+		m.Upstream = &Upstream{Model: s.UpstreamModel, APIKey: s.APIKey != "", Replicas: st.Replicas}
+		if m.Upstream.Model == "" {
+			m.Upstream.Model = s.ID
+		}
+	case c.cfg.Local != nil:
+		if st, reason := c.cfg.Local.State(s.ID); st != "" {
+			m.Status, m.StatusReason = st, reason
+		}
+	}
+	return m
+}
+
+// List returns every model, sorted by id.
+func (c *Catalog) List(ctx context.Context) []Model {
+	c.mu.RLock()
+	es := make([]*entry, 0, len(c.entries))
+	for _, id := range sortedKeys(c.entries) {
+		es = append(es, c.entries[id])
+	}
+	c.mu.RUnlock()
+	out := make([]Model, 0, len(es))
+	for _, e := range es {
+		out = append(out, c.view(e))
+	}
+	return out
+}
+
+// Get returns the model named id (or an alias of it).
+func (c *Catalog) Get(ctx context.Context, id string) (Model, error) {
+	e, err := c.lookup(ctx, id)
+	if err != nil {
+		return Model{}, err
+	}
+	return c.view(e), nil
+}
+
+// Resolved is what the API needs to serve a request for a model.
+type Resolved struct {
+	ID           string
+	Backend      string
+	Capabilities []string
+	Limits       Limits
+	Deprecation  *Deprecation
+}
+
+// Has reports whether the model offers capability.
+func (r Resolved) Has(capability string) bool { return slices.Contains(r.Capabilities, capability) }
+
+// Resolve returns the model named name (an id or an alias), cheaply: this
+// runs on every request.
+func (c *Catalog) Resolve(ctx context.Context, name string) (Resolved, error) {
+	e, err := c.lookup(ctx, name)
+	if err != nil {
+		return Resolved{}, err
+	}
+	r := Resolved{ID: e.spec.ID, Backend: e.spec.Backend, Capabilities: e.spec.Capabilities, Deprecation: e.spec.Deprecation}
+	if len(r.Capabilities) == 0 && e.manifest != nil {
+		r.Capabilities = e.manifest.Capabilities
+	}
+	if e.spec.Limits != nil {
+		r.Limits = *e.spec.Limits
+	}
+	return r, nil
+}
+
+// ModelPath is the GGUF file of a local model (the engine's catalog). It
+// returns an error wrapping inference.ErrModelNotFound otherwise.
+func (c *Catalog) ModelPath(id string) (string, error) {
+	e := c.find(id)
+	if e == nil || e.spec.Backend != BackendLocal || e.path == "" {
+		return "", fmt.Errorf("%w: %q", inference.ErrModelNotFound, id)
+	}
+	return e.path, nil
+}
+
+// Create stores a new model configuration made through the API.
+func (c *Catalog) Create(ctx context.Context, s Spec) (Model, error) {
+	if err := s.Normalize(); err != nil {
+		return Model{}, err
+	}
+	if e := c.find(s.ID); e != nil {
+		if e.source == SourceInstalled {
+			return Model{}, fmt.Errorf("%w: %q is an installed model; PATCH it to change its settings", ErrConflict, s.ID)
+		}
+		return Model{}, fmt.Errorf("%w: a model or alias named %q exists", ErrConflict, s.ID)
+	}
+	return c.put(ctx, s, c.cfg.Now())
+}
+
+// Update applies a JSON merge patch to a model's configuration. Installed
+// models gain a stored configuration; configured ones are read-only.
+func (c *Catalog) Update(ctx context.Context, id string, patch []byte) (Model, error) {
+	e := c.find(id)
+	if e == nil || e.spec.ID != id {
+		return Model{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	if e.source == SourceConfig {
+		return Model{}, fmt.Errorf("%w: %q; change it there and restart", ErrReadOnly, id)
+	}
+	s := e.spec
+	if err := s.Patch(patch); err != nil {
+		return Model{}, err
+	}
+	if err := s.Normalize(); err != nil {
+		return Model{}, err
+	}
+	created := e.created
+	if e.source == SourceInstalled {
+		created = c.cfg.Now()
+	}
+	return c.put(ctx, s, created)
+}
+
+func (c *Catalog) put(ctx context.Context, s Spec, created time.Time) (Model, error) {
+	// Check the aliases against the current names before storing.
+	c.mu.RLock()
+	for _, a := range s.Aliases {
+		if _, ok := c.entries[a]; ok {
+			c.mu.RUnlock()
+			return Model{}, fmt.Errorf("%w: alias %q is a model id", ErrConflict, a)
+		}
+		if other, ok := c.aliases[a]; ok && other != s.ID {
+			c.mu.RUnlock()
+			return Model{}, fmt.Errorf("%w: alias %q belongs to %q", ErrConflict, a, other)
+		}
+	}
+	c.mu.RUnlock()
+	if s.Deprecation != nil && s.Deprecation.DeprecatedAt == nil {
+		now := c.cfg.Now().UTC().Truncate(time.Second)
+		s.Deprecation.DeprecatedAt = &now
+	}
+	if s.Backend == BackendLocal && s.Path != "" {
+		if _, err := readGGUF(s.ID, s.Path); err != nil {
+			return Model{}, &SpecError{Field: "path", Message: err.Error()}
+		}
+	}
+	if c.cfg.Specs == nil {
+		return Model{}, errors.New("model configurations cannot be stored: no database")
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return Model{}, err
+	}
+	if err := c.cfg.Specs.PutModelSpec(ctx, StoredSpec{ID: s.ID, Spec: b, CreatedAt: created, UpdatedAt: c.cfg.Now()}); err != nil {
+		return Model{}, err
+	}
+	if err := c.rebuild(ctx, false); err != nil {
+		return Model{}, err
+	}
+	return c.Get(ctx, s.ID)
+}
+
+// Delete removes a model: its stored configuration, or for an installed
+// model without one, its files. Configured models are read-only.
+func (c *Catalog) Delete(ctx context.Context, id string) error {
+	e := c.find(id)
+	if e == nil || e.spec.ID != id {
+		return fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	switch e.source {
+	case SourceConfig:
+		return fmt.Errorf("%w: %q; remove it there and restart", ErrReadOnly, id)
+	case SourceAPI:
+		if err := c.cfg.Specs.DeleteModelSpec(ctx, id); err != nil {
+			return err
+		}
+	case SourceInstalled:
+		if c.cfg.Local != nil {
+			c.cfg.Local.Unload(id)
+		}
+		if err := c.cfg.Installed.Remove(id); err != nil {
+			return err
+		}
+	}
+	if e.spec.Backend == BackendLocal && c.cfg.Local != nil && e.source == SourceAPI && e.manifest != nil && e.path != c.cfg.Installed.Path(id) {
+		c.cfg.Local.Unload(id)
+	}
+	if e.remote != nil {
+		c.cfg.Events.Publish(events.ModelUnloaded, map[string]any{"model": id, "backend": BackendUpstream, "reason": "deleted"})
+	}
+	return c.rebuild(ctx, false)
+}
+
+// Load makes a model ready: a local model's runner is started; an upstream
+// model's replicas are checked. It returns the model's state after.
+func (c *Catalog) Load(ctx context.Context, id string) (Model, error) {
+	e, err := c.lookup(ctx, id)
+	if err != nil {
+		return Model{}, err
+	}
+	if e.remote != nil {
+		e.remote.Check(ctx)
+		return c.view(e), nil
+	}
+	if err := c.cfg.Local.Load(ctx, e.spec.ID); err != nil {
+		return c.view(e), err
+	}
+	return c.view(e), nil
+}
+
+// Unload stops a local model's runner, or forgets an upstream model's
+// health until its next check; model.unloaded is published.
+func (c *Catalog) Unload(ctx context.Context, id string) (Model, error) {
+	e, err := c.lookup(ctx, id)
+	if err != nil {
+		return Model{}, err
+	}
+	if e.remote != nil {
+		e.remote.Reset()
+		c.cfg.Events.Publish(events.ModelUnloaded, map[string]any{"model": e.spec.ID, "backend": BackendUpstream, "reason": "requested"})
+		return c.view(e), nil
+	}
+	c.cfg.Local.Unload(e.spec.ID)
+	return c.view(e), nil
+}
+
+// Record adds an observation to the model's live figures.
+func (c *Catalog) Record(id string, o Observation) { c.cfg.Stats.Record(id, o) }
+
+// Names lists every model id and alias (for messages).
+func (c *Catalog) Names() []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := sortedKeys(c.entries)
+	return append(out, sortedKeys(c.aliases)...)
+}
+
+// Describe is for error messages: "a, b, c".
+func Describe(names []string) string { return strings.Join(names, ", ") }

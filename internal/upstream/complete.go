@@ -1,0 +1,382 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/sovereign-ai/sovereign/internal/inference"
+)
+
+// wireRequest is the body sent to /chat/completions or /completions.
+type wireRequest struct {
+	Model            string              `json:"model"`
+	Messages         []inference.Message `json:"messages,omitempty"`
+	Prompt           any                 `json:"prompt,omitempty"`
+	MaxTokens        int                 `json:"max_tokens,omitempty"`
+	Temperature      float32             `json:"temperature"`
+	TopP             float32             `json:"top_p,omitempty"`
+	TopK             int                 `json:"top_k,omitempty"`
+	MinP             float32             `json:"min_p,omitempty"`
+	RepeatPenalty    float32             `json:"repeat_penalty,omitempty"`
+	PresencePenalty  float32             `json:"presence_penalty,omitempty"`
+	FrequencyPenalty float32             `json:"frequency_penalty,omitempty"`
+	Seed             *uint32             `json:"seed,omitempty"`
+	LogitBias        map[string]float32  `json:"logit_bias,omitempty"`
+	Stop             []string            `json:"stop,omitempty"`
+	Logprobs         any                 `json:"logprobs,omitempty"`
+	TopLogprobs      int                 `json:"top_logprobs,omitempty"`
+	ResponseFormat   json.RawMessage     `json:"response_format,omitempty"`
+	Stream           bool                `json:"stream,omitempty"`
+	StreamOptions    *streamOptions      `json:"stream_options,omitempty"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+func (b *Backend) wire(req inference.CompletionRequest) (path string, w wireRequest, err error) {
+	w = wireRequest{
+		Model: b.cfg.UpstreamModel, MaxTokens: req.MaxTokens, Temperature: req.Temperature, TopP: req.TopP,
+		TopK: req.TopK, MinP: req.MinP, RepeatPenalty: req.RepeatPenalty, PresencePenalty: req.PresencePenalty,
+		FrequencyPenalty: req.FrequencyPenalty, Seed: req.Seed, Stop: req.Stop, ResponseFormat: req.ResponseFormat,
+		Stream: req.Stream,
+	}
+	if len(req.LogitBias) > 0 {
+		w.LogitBias = make(map[string]float32, len(req.LogitBias))
+		for k, v := range req.LogitBias {
+			w.LogitBias[fmt.Sprint(k)] = v
+		}
+	}
+	if req.Stream {
+		w.StreamOptions = &streamOptions{IncludeUsage: true}
+	}
+	if req.Grammar != "" && len(req.ResponseFormat) == 0 {
+		return "", w, fmt.Errorf("%w: model %q is served by an upstream, which takes response_format rather than a grammar", inference.ErrUnsupported, b.cfg.Model)
+	}
+	switch {
+	case len(req.Messages) > 0:
+		path, w.Messages = "/chat/completions", req.Messages
+		if req.Logprobs {
+			w.Logprobs, w.TopLogprobs = true, req.TopLogprobs
+		}
+	case len(req.Tokens) > 0:
+		path, w.Prompt = "/completions", req.Tokens
+	default:
+		path, w.Prompt = "/completions", req.Prompt
+	}
+	if path == "/completions" && req.Logprobs {
+		w.Logprobs = req.TopLogprobs
+	}
+	return path, w, nil
+}
+
+// Complete sends the request to a replica. With req.Stream the upstream
+// streams and each of its chunks becomes an event as it arrives;
+// otherwise the whole answer is fetched at once.
+func (b *Backend) Complete(ctx context.Context, req inference.CompletionRequest) (inference.Stream, error) {
+	path, w, err := b.wire(req)
+	if err != nil {
+		return nil, err
+	}
+	if req.MaxInputTokens > 0 && b.cfg.Tokenizer != nil {
+		// Without a tokenizer the upstream enforces its own context.
+		if n := b.count(ctx, (&stream{req: req}).promptText()); n > req.MaxInputTokens {
+			return nil, &inference.InvalidError{Param: "messages", Message: fmt.Sprintf(
+				"the prompt has %d tokens but this model accepts at most %d input tokens", n, req.MaxInputTokens)}
+		}
+	}
+	body, err := json.Marshal(w)
+	if err != nil {
+		return nil, err
+	}
+	c, err := b.send(ctx, path, body)
+	if err != nil {
+		return nil, err
+	}
+	s := &stream{b: b, c: c, ctx: ctx, req: req, chat: path == "/chat/completions"}
+	if !req.Stream {
+		if err := s.whole(); err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	s.rd = bufio.NewReaderSize(c.resp.Body, 32<<10)
+	c.watch()
+	return s, nil
+}
+
+// chunk is an upstream response or stream chunk (chat or text).
+type chunk struct {
+	Choices []struct {
+		Index   int `json:"index"`
+		Delta   *struct {
+			Content *string `json:"content"`
+		} `json:"delta"`
+		Message *struct {
+			Content *string `json:"content"`
+		} `json:"message"`
+		Text         *string         `json:"text"`
+		FinishReason *string         `json:"finish_reason"`
+		Logprobs     json.RawMessage `json:"logprobs"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens        int `json:"prompt_tokens"`
+		CompletionTokens    int `json:"completion_tokens"`
+		PromptTokensDetails *struct {
+			CachedTokens int `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+	} `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+// stream turns an upstream answer into native events.
+type stream struct {
+	b    *Backend
+	c    *call
+	ctx  context.Context
+	req  inference.CompletionRequest
+	chat bool
+	rd   *bufio.Reader
+
+	pending []inference.Event // decoded, not yet returned
+	text    strings.Builder   // the output, to count usage when the upstream gives none
+	finish  string
+	usage   *inference.Usage
+	ended   bool
+	err     error
+}
+
+// Recv returns the next event; io.EOF after the final one.
+func (s *stream) Recv() (inference.Event, error) {
+	for len(s.pending) == 0 {
+		if s.err != nil {
+			return inference.Event{}, s.err
+		}
+		if s.ended {
+			return inference.Event{}, io.EOF
+		}
+		s.next()
+	}
+	ev := s.pending[0]
+	s.pending = s.pending[1:]
+	return ev, nil
+}
+
+// Close abandons the request if it is unfinished.
+func (s *stream) Close() error {
+	s.c.finish(false, nil)
+	return nil
+}
+
+func (s *stream) fail(err error) {
+	s.err = err
+	s.c.finish(false, err)
+}
+
+// whole reads a non-streamed answer.
+func (s *stream) whole() error {
+	data, err := io.ReadAll(io.LimitReader(s.c.resp.Body, maxResponse))
+	if err != nil {
+		if s.ctx.Err() != nil {
+			s.c.finish(false, nil)
+			return s.ctx.Err()
+		}
+		e := s.b.badResponse("reading the answer: %v", err)
+		s.c.finish(false, e)
+		return e
+	}
+	var ch chunk
+	if err := json.Unmarshal(data, &ch); err != nil || len(ch.Choices) == 0 {
+		e := s.b.badResponse("the answer is not a completion: %s", snippet(data))
+		s.c.finish(false, e)
+		return e
+	}
+	s.add(&ch)
+	if s.finish == "" {
+		s.finish = inference.FinishStop
+	}
+	s.end()
+	s.c.finish(true, nil)
+	return nil
+}
+
+// next reads stream lines until it has events, the end, or an error.
+func (s *stream) next() {
+	for {
+		line, err := readLine(s.rd)
+		if s.c.idle != nil {
+			s.c.idle.Reset(s.b.cfg.IdleTimeout)
+		}
+		if err != nil {
+			switch {
+			case s.c.stalled():
+				s.fail(&inference.UpstreamError{Model: s.b.cfg.Model, Kind: inference.UpstreamTimeout,
+					Message: fmt.Sprintf("model %q: the upstream stalled: no data for %s in the middle of the stream", s.b.cfg.Model, s.b.cfg.IdleTimeout)})
+			case s.ctx.Err() != nil:
+				s.err = s.ctx.Err()
+				s.c.finish(false, nil)
+			case errors.Is(err, io.EOF) && s.finish != "":
+				s.end() // no [DONE], but the answer was complete
+				s.c.finish(true, nil)
+			default:
+				s.fail(s.b.badResponse("the stream ended before it was complete (%v)", err))
+			}
+			return
+		}
+		data, ok := bytes.CutPrefix(line, []byte("data:"))
+		if !ok {
+			continue // blank lines, comments, event: and id: fields
+		}
+		data = bytes.TrimSpace(data)
+		if bytes.Equal(data, []byte("[DONE]")) {
+			if s.finish == "" {
+				s.finish = inference.FinishStop
+			}
+			s.end()
+			s.c.finish(true, nil)
+			return
+		}
+		var ch chunk
+		if err := json.Unmarshal(data, &ch); err != nil {
+			s.fail(s.b.badResponse("a stream chunk is not JSON: %s", snippet(data)))
+			return
+		}
+		if len(ch.Error) > 0 && !bytes.Equal(ch.Error, []byte("null")) {
+			msg, _ := envelopeMessage([]byte(`{"error":` + string(ch.Error) + `}`))
+			if msg == "" {
+				msg = snippet(ch.Error)
+			}
+			s.fail(&inference.UpstreamError{Model: s.b.cfg.Model, Kind: inference.UpstreamBadResponse,
+				Message: fmt.Sprintf("model %q: the upstream failed mid-stream: %s", s.b.cfg.Model, msg)})
+			return
+		}
+		s.add(&ch)
+		if len(s.pending) > 0 {
+			return
+		}
+	}
+}
+
+// add turns a chunk into pending events and records finish and usage.
+func (s *stream) add(ch *chunk) {
+	if u := ch.Usage; u != nil {
+		s.usage = &inference.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens}
+		if u.PromptTokensDetails != nil {
+			s.usage.CachedTokens = u.PromptTokensDetails.CachedTokens
+		}
+	}
+	for _, c := range ch.Choices {
+		var text *string
+		switch {
+		case c.Delta != nil:
+			text = c.Delta.Content
+		case c.Message != nil:
+			text = c.Message.Content
+		default:
+			text = c.Text
+		}
+		lp := s.logprobs(c.Logprobs)
+		if (text != nil && *text != "") || len(lp) > 0 {
+			ev := inference.Event{Logprobs: lp}
+			if text != nil {
+				ev.Text = *text
+				s.text.WriteString(*text)
+			}
+			s.pending = append(s.pending, ev)
+		}
+		if c.FinishReason != nil && *c.FinishReason != "" {
+			s.finish = *c.FinishReason
+		}
+	}
+}
+
+// end queues the final event, counting usage when the upstream sent none.
+func (s *stream) end() {
+	s.ended = true
+	u := s.usage
+	if u == nil {
+		u = &inference.Usage{PromptTokens: s.b.count(s.ctx, s.promptText()), CompletionTokens: s.b.count(s.ctx, s.text.String())}
+	}
+	s.pending = append(s.pending, inference.Event{Done: true, FinishReason: s.finish, Usage: u})
+}
+
+func (s *stream) promptText() string {
+	if len(s.req.Messages) == 0 {
+		return s.req.Prompt
+	}
+	var sb strings.Builder
+	for _, m := range s.req.Messages {
+		sb.WriteString(m.Content)
+		sb.WriteByte('\n')
+	}
+	return sb.String()
+}
+
+// logprobs decodes OpenAI chat logprobs ({content:[{token, logprob, bytes,
+// top_logprobs}]}) or text-completion logprobs ({tokens, token_logprobs}).
+func (s *stream) logprobs(raw json.RawMessage) []inference.TokenLogprob {
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil
+	}
+	var chat struct {
+		Content []struct {
+			Token       string  `json:"token"`
+			Logprob     float32 `json:"logprob"`
+			Bytes       []int   `json:"bytes"`
+			TopLogprobs []struct {
+				Token   string  `json:"token"`
+				Logprob float32 `json:"logprob"`
+				Bytes   []int   `json:"bytes"`
+			} `json:"top_logprobs"`
+		} `json:"content"`
+		Tokens        []string  `json:"tokens"`
+		TokenLogprobs []float32 `json:"token_logprobs"`
+	}
+	if json.Unmarshal(raw, &chat) != nil {
+		return nil
+	}
+	var out []inference.TokenLogprob
+	for _, c := range chat.Content {
+		t := inference.TokenLogprob{Token: c.Token, Bytes: toBytes(c.Bytes, c.Token), Logprob: c.Logprob}
+		for _, tp := range c.TopLogprobs {
+			t.Top = append(t.Top, inference.TokenLogprob{Token: tp.Token, Bytes: toBytes(tp.Bytes, tp.Token), Logprob: tp.Logprob})
+		}
+		out = append(out, t)
+	}
+	for i, tok := range chat.Tokens {
+		t := inference.TokenLogprob{Token: tok, Bytes: []byte(tok)}
+		if i < len(chat.TokenLogprobs) {
+			t.Logprob = chat.TokenLogprobs[i]
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func toBytes(b []int, tok string) []byte {
+	if b == nil {
+		return []byte(tok)
+	}
+	out := make([]byte, len(b))
+	for i, v := range b {
+		out[i] = byte(v)
+	}
+	return out
+}
+
+func snippet(b []byte) string {
+	s := strings.TrimSpace(string(b))
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	if s == "" {
+		return "(empty)"
+	}
+	return fmt.Sprintf("%q", s)
+}
