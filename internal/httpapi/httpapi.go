@@ -36,7 +36,7 @@ type Server struct {
 	Metrics *metrics.Metrics
 	// Ready reports whether the server can serve (GET /readyz); nil: ready.
 	Ready func(ctx context.Context) error
-	Log    *slog.Logger
+	Log   *slog.Logger
 	// MaxBody bounds request bodies (default 8 MiB).
 	MaxBody int64
 

@@ -114,8 +114,8 @@ func (b *Backend) Complete(ctx context.Context, req inference.CompletionRequest)
 // chunk is an upstream response or stream chunk (chat or text).
 type chunk struct {
 	Choices []struct {
-		Index   int `json:"index"`
-		Delta   *struct {
+		Index int `json:"index"`
+		Delta *struct {
 			Content *string `json:"content"`
 		} `json:"delta"`
 		Message *struct {
