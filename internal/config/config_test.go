@@ -70,3 +70,37 @@ func TestHelpListsEverySetting(t *testing.T) {
 		}
 	}
 }
+
+func TestModelsFromYAML(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "s.yaml")
+	os.WriteFile(file, []byte(`
+models:
+  - id: big
+    base_url: http://gpu-1:8000/v1
+    replicas: [http://gpu-2:8000/v1]
+    api_key_env: VLLM_KEY
+    upstream_model: meta-llama/Llama-3.1-8B-Instruct
+    timeouts: {connect: 2s, first_byte: 1m, idle: 45}
+    health_check_interval: "off"
+    aliases: [default]
+    limits: {max_output_tokens: 1024}
+    deprecation: {sunset: 2027-01-31T00:00:00Z, replacement: bigger}
+`), 0o600)
+	c, err := Load(nil, env(map[string]string{"SOVEREIGN_CONFIG": file}), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Models) != 1 {
+		t.Fatalf("%+v", c.Models)
+	}
+	m := c.Models[0]
+	if m.ID != "big" || len(m.Replicas) != 1 || m.APIKeyEnv != "VLLM_KEY" || time.Duration(m.Timeouts.Idle) != 45*time.Second ||
+		time.Duration(m.Timeouts.FirstByte) != time.Minute || *m.HealthCheckInterval != -1 || m.Limits.MaxOutputTokens != 1024 ||
+		m.Deprecation.Sunset.Year() != 2027 || m.Aliases[0] != "default" {
+		t.Fatalf("%+v", m)
+	}
+	os.WriteFile(file, []byte("models:\n  - id: x\n    colour: red\n"), 0o600)
+	if _, err := Load(nil, env(map[string]string{"SOVEREIGN_CONFIG": file}), &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "colour") {
+		t.Fatalf("unknown model field: %v", err)
+	}
+}

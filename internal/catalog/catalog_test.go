@@ -1,0 +1,221 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/gguf/testmodel"
+	"github.com/sovereign-ai/sovereign/internal/models"
+)
+
+// memSpecs is an in-memory SpecStore.
+type memSpecs struct {
+	mu sync.Mutex
+	m  map[string]StoredSpec
+}
+
+func (s *memSpecs) ListModelSpecs(context.Context) ([]StoredSpec, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []StoredSpec
+	for _, id := range sortedKeys(s.m) {
+		out = append(out, s.m[id])
+	}
+	return out, nil
+}
+func (s *memSpecs) PutModelSpec(_ context.Context, sp StoredSpec) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]StoredSpec{}
+	}
+	s.m[sp.ID] = sp
+	return nil
+}
+func (s *memSpecs) DeleteModelSpec(_ context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.m[id]; !ok {
+		return ErrNotFound
+	}
+	delete(s.m, id)
+	return nil
+}
+
+func newCatalog(t *testing.T, configured []Spec) (*Catalog, *models.Store, *memSpecs) {
+	t.Helper()
+	store, err := models.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join(t.TempDir(), "tiny.gguf")
+	if err := testmodel.Write(src, testmodel.Options{Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Pull(context.Background(), "file://"+src, models.PullOptions{ID: "tiny"}); err != nil {
+		t.Fatal(err)
+	}
+	specs := &memSpecs{}
+	c, err := New(context.Background(), Config{Installed: store, Specs: specs, Configured: configured, Refresh: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c, store, specs
+}
+
+func TestSpecNormalize(t *testing.T) {
+	for _, tc := range []struct {
+		spec  Spec
+		field string
+	}{
+		{Spec{ID: "ok", BaseURL: "http://h:1/v1"}, ""},
+		{Spec{ID: "../x", BaseURL: "http://h/v1"}, "id"},
+		{Spec{ID: "compare", BaseURL: "http://h/v1"}, "id"},
+		{Spec{ID: "u", BaseURL: "ftp://h/v1"}, "base_url"},
+		{Spec{ID: "u", BaseURL: "http://user:pw@h/v1"}, "base_url"},
+		{Spec{ID: "u", Backend: "upstream"}, "base_url"},
+		{Spec{ID: "u", Backend: "local", APIKey: "x"}, "api_key"},
+		{Spec{ID: "u", Backend: "gpu"}, "backend"},
+		{Spec{ID: "u", BaseURL: "http://h/v1", Capabilities: []string{"vision"}}, "capabilities"},
+		{Spec{ID: "u", BaseURL: "http://h/v1", Aliases: []string{"u"}}, "aliases"},
+		{Spec{ID: "u", BaseURL: "http://h/v1", Limits: &Limits{MaxOutputTokens: -1}}, "limits"},
+	} {
+		err := tc.spec.Normalize()
+		var se *SpecError
+		if tc.field == "" && err != nil || tc.field != "" && (!errors.As(err, &se) || se.Field != tc.field) {
+			t.Errorf("%+v: got %v, want field %q", tc.spec, err, tc.field)
+		}
+	}
+	s := Spec{ID: "u", Replicas: []string{"http://a/v1", "http://b/v1"}}
+	if err := s.Normalize(); err != nil || s.Backend != BackendUpstream || len(s.Capabilities) != 2 || len(s.URLs()) != 2 {
+		t.Fatalf("%+v %v", s, err)
+	}
+}
+
+func TestPatchMergesAndClears(t *testing.T) {
+	s := Spec{ID: "u", BaseURL: "http://a/v1", Aliases: []string{"fast"}, Limits: &Limits{MaxOutputTokens: 5}}
+	if err := s.Patch([]byte(`{"aliases": null, "limits": {"max_input_tokens": 9}, "upstream_model": "m"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if s.Aliases != nil || s.Limits.MaxInputTokens != 9 || s.Limits.MaxOutputTokens != 0 || s.UpstreamModel != "m" || s.BaseURL != "http://a/v1" {
+		t.Fatalf("%+v", s)
+	}
+	var se *SpecError
+	if err := s.Patch([]byte(`{"id": "other"}`)); !errors.As(err, &se) || se.Field != "id" {
+		t.Fatalf("id change: %v", err)
+	}
+	if err := s.Patch([]byte(`{"context_length": "big"}`)); !errors.As(err, &se) || se.Field != "context_length" {
+		t.Fatalf("type: %v", err)
+	}
+}
+
+func TestCatalogSourcesAliasesAndConflicts(t *testing.T) {
+	ctx := context.Background()
+	configured := []Spec{{ID: "up", BaseURL: "http://127.0.0.1:1/v1", Aliases: []string{"fast"}, HealthCheckInterval: ptr(Duration(-1))}}
+	c, _, specs := newCatalog(t, configured)
+	list := c.List(ctx)
+	if len(list) != 2 || list[0].ID != "tiny" || list[0].Source != SourceInstalled || list[1].Source != SourceConfig {
+		t.Fatalf("list: %+v", list)
+	}
+	if r, err := c.Resolve(ctx, "fast"); err != nil || r.ID != "up" || r.Backend != BackendUpstream {
+		t.Fatalf("alias: %+v %v", r, err)
+	}
+	if _, err := c.Resolve(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown: %v", err)
+	}
+	// Configured models are read-only; installed ones gain a stored spec.
+	if _, err := c.Update(ctx, "up", []byte(`{"aliases": []}`)); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("update configured: %v", err)
+	}
+	if err := c.Delete(ctx, "up"); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("delete configured: %v", err)
+	}
+	m, err := c.Update(ctx, "tiny", []byte(`{"aliases": ["default"], "limits": {"max_output_tokens": 8}}`))
+	if err != nil || m.Source != SourceAPI || m.Family == "" || m.Limits.MaxOutputTokens != 8 || m.Limits.MaxInputTokens == 0 {
+		t.Fatalf("update installed: %+v %v", m, err)
+	}
+	if _, ok := specs.m["tiny"]; !ok {
+		t.Fatal("not stored")
+	}
+	// Names must stay unique across ids and aliases.
+	if _, err := c.Create(ctx, Spec{ID: "default", BaseURL: "http://h/v1"}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("id = alias: %v", err)
+	}
+	if _, err := c.Create(ctx, Spec{ID: "x", BaseURL: "http://h/v1", Aliases: []string{"fast"}}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("alias taken: %v", err)
+	}
+	if _, err := c.Create(ctx, Spec{ID: "x", BaseURL: "http://h/v1", Aliases: []string{"tiny"}}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("alias = id: %v", err)
+	}
+	// Deprecation gets its date when set.
+	m, err = c.Create(ctx, Spec{ID: "old", BaseURL: "http://h/v1", Deprecation: &Deprecation{Replacement: "up"}, HealthCheckInterval: ptr(Duration(-1))})
+	if err != nil || m.Deprecation == nil || m.Deprecation.DeprecatedAt == nil {
+		t.Fatalf("deprecated: %+v %v", m, err)
+	}
+	if err := c.Delete(ctx, "old"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get(ctx, "old"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("after delete: %v", err)
+	}
+}
+
+func TestConfiguredConflictsAreStartupErrors(t *testing.T) {
+	store, _ := models.Open(t.TempDir())
+	for _, specs := range [][]Spec{
+		{{ID: "a", BaseURL: "http://h/v1"}, {ID: "a", BaseURL: "http://h/v1"}},
+		{{ID: "a", BaseURL: "http://h/v1", Aliases: []string{"x"}}, {ID: "b", BaseURL: "http://h/v1", Aliases: []string{"x"}}},
+		{{ID: "a", Path: "/nonexistent.gguf"}},
+		{{ID: "a", BaseURL: "http://h/v1", APIKeyEnv: "SOVEREIGN_TEST_UNSET_VARIABLE"}},
+	} {
+		c, err := New(context.Background(), Config{Installed: store, Configured: specs, Refresh: -1, Getenv: func(string) string { return "" }})
+		if err == nil {
+			c.Close()
+			t.Errorf("%+v: no error", specs)
+		}
+	}
+}
+
+func TestLocalModelFromPath(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "other.gguf")
+	if err := testmodel.Write(src, testmodel.Options{Seed: 2}); err != nil {
+		t.Fatal(err)
+	}
+	c, _, _ := newCatalog(t, []Spec{{ID: "other", Path: src, ContextLength: 77}})
+	m, err := c.Get(context.Background(), "other")
+	if err != nil || m.Backend != BackendLocal || m.ContextLength != 77 || m.Parameters == 0 || len(m.Capabilities) == 0 {
+		t.Fatalf("%+v %v", m, err)
+	}
+	if p, err := c.ModelPath("other"); err != nil || p != src {
+		t.Fatalf("path %q %v", p, err)
+	}
+}
+
+func TestStatsWindow(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	s := NewStats()
+	s.Now = func() time.Time { return now }
+	for i, ms := range []int{10, 20, 30} {
+		s.Record("m", Observation{Latency: time.Duration(ms) * time.Millisecond, TTFT: time.Duration(i+1) * time.Millisecond, CompletionTokens: 11, Decode: time.Second})
+	}
+	s.Record("m", Observation{Failed: true})
+	f := s.Get("m")
+	if f.Requests != 4 || f.Errors != 1 || f.LatencyP50Ms != 20 || f.TTFTP50Ms != 2 || f.DecodeTokensPerSecond != 10 {
+		t.Fatalf("%+v", f)
+	}
+	now = now.Add(61 * time.Minute)
+	if f := s.Get("m"); f.Requests != 0 {
+		t.Fatalf("after an hour: %+v", f)
+	}
+	if !strings.Contains(Describe([]string{"a", "b"}), "a, b") {
+		t.Fatal("describe")
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
