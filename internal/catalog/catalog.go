@@ -110,6 +110,10 @@ type entry struct {
 type Catalog struct {
 	cfg Config
 
+	// rebuildMu serialises rebuilds, so that one that read the sources
+	// earlier cannot overwrite a later one.
+	rebuildMu sync.Mutex
+
 	mu      sync.RWMutex
 	entries map[string]*entry
 	aliases map[string]string
@@ -210,6 +214,8 @@ func (c *Catalog) Refresh(ctx context.Context) error { return c.rebuild(ctx, fal
 // stored configuration that no longer fits is an error; otherwise it is
 // logged and skipped.
 func (c *Catalog) rebuild(ctx context.Context, strict bool) error {
+	c.rebuildMu.Lock()
+	defer c.rebuildMu.Unlock()
 	installed, err := c.cfg.Installed.List()
 	if err != nil {
 		if installed == nil {
