@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,13 +16,17 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
 
+	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/engine"
+	"github.com/sovereign-ai/sovereign/internal/events"
+	"github.com/sovereign-ai/sovereign/internal/gguf/testmodel"
 	"github.com/sovereign-ai/sovereign/internal/testutil"
 )
 
@@ -627,11 +633,11 @@ func TestOpenAPIInferenceResponsesMatch(t *testing.T) {
 // pendingLiveChecks are operations whose responses are not yet checked
 // live here: embeddings are checked by TestOpenAPIEmbeddingsMatch on the
 // default models; the admin and operations endpoints have no live check yet.
-var pendingLiveChecks = []string{
+var pendingLiveChecks = append([]string{
 	"createEmbedding",
 	"getReadiness", "getMetrics",
 	"createKey", "listKeys", "retrieveKey", "revokeKey", "rotateKey", "createTeam", "listTeams",
-} // the last two lines are checked by TestOpenAPIAdminResponsesMatch
+}, catalogOperations...) // the admin lines are checked by TestOpenAPIAdminResponsesMatch, the catalog by TestOpenAPIModelCatalogResponsesMatch
 
 // TestOpenAPIEmbeddingsMatch checks embeddings (float and base64, with and
 // without dimensions) on the default embedding model.
@@ -750,7 +756,473 @@ func TestOpenAPIAdminResponsesMatch(t *testing.T) {
 	c.call("POST", "/v1/teams", map[string]any{"name": "ops"}) // 409
 	c.call("GET", "/readyz", nil)
 	c.call("GET", "/metrics", nil)
-	if missing := c.uncovered("createEmbedding", "createChatCompletion", "createCompletion", "listModels", "retrieveModel", "tokenize", "detokenize", "getHealth"); len(missing) > 0 {
+	admin := []string{"createKey", "listKeys", "retrieveKey", "revokeKey", "rotateKey", "createTeam", "listTeams", "getReadiness", "getMetrics"}
+	if missing := c.uncovered(operationsExcept(c.doc, admin...)...); len(missing) > 0 {
 		t.Errorf("admin operations no check exercised: %v", missing)
 	}
+}
+
+// catalogOperations are the model catalog's operations, checked live by
+// TestOpenAPIModelCatalogResponsesMatch.
+var catalogOperations = []string{
+	"createModel", "updateModel", "deleteModel", "loadModel", "unloadModel", "compareModels", "createRerank",
+}
+
+// operationsExcept lists every operation of the document but those in ops.
+func operationsExcept(doc *openapi3.T, ops ...string) []string {
+	var out []string
+	for _, item := range doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			if !slices.Contains(ops, op.OperationID) {
+				out = append(out, op.OperationID)
+			}
+		}
+	}
+	return out
+}
+
+// specUpstream is a small OpenAI-compatible server standing in for an
+// upstream such as vLLM: GET /v1/models, POST /v1/chat/completions and
+// /v1/completions (streamed or not, with usage) and POST /v1/rerank. The
+// model a request names picks a misbehaviour: "rate-limited" answers 429
+// with Retry-After: 7, "broken" answers 500, "slow" waits 2 s before
+// answering. It records the Authorization headers and bodies it saw.
+type specUpstream struct {
+	*httptest.Server
+	mu     sync.Mutex
+	auth   []string
+	bodies []map[string]any
+}
+
+func newSpecUpstream(t *testing.T) *specUpstream {
+	u := &specUpstream{}
+	u.Server = httptest.NewServer(http.HandlerFunc(u.serve))
+	t.Cleanup(u.Close)
+	return u
+}
+
+// base is the upstream's OpenAI base URL.
+func (u *specUpstream) base() string { return u.URL + "/v1" }
+
+// seen returns the Authorization headers and bodies received so far.
+func (u *specUpstream) seen() ([]string, []map[string]any) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.auth), slices.Clone(u.bodies)
+}
+
+func (u *specUpstream) serve(w http.ResponseWriter, r *http.Request) {
+	writeJSON := func(status int, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(v)
+	}
+	if r.Method == http.MethodGet && r.URL.Path == "/v1/models" {
+		writeJSON(200, map[string]any{"object": "list", "data": []any{map[string]any{"id": "m", "object": "model"}}})
+		return
+	}
+	var body map[string]any
+	if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&body) != nil {
+		writeJSON(404, map[string]any{"error": map[string]any{"message": "no route", "type": "invalid_request_error"}})
+		return
+	}
+	u.mu.Lock()
+	u.auth = append(u.auth, r.Header.Get("Authorization"))
+	u.bodies = append(u.bodies, body)
+	u.mu.Unlock()
+	switch body["model"] {
+	case "rate-limited":
+		w.Header().Set("Retry-After", "7")
+		writeJSON(429, map[string]any{"error": map[string]any{"message": "Rate limit reached", "type": "rate_limit_error"}})
+		return
+	case "broken":
+		writeJSON(500, map[string]any{"error": map[string]any{"message": "CUDA out of memory", "type": "server_error"}})
+		return
+	case "slow":
+		select {
+		case <-time.After(2 * time.Second):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	usage := map[string]any{"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11}
+	switch r.URL.Path {
+	case "/v1/rerank":
+		docs, _ := body["documents"].([]any)
+		var results []any
+		for i := len(docs) - 1; i >= 0; i-- { // the last document ranks first
+			results = append(results, map[string]any{"index": i, "relevance_score": float64(i+1) / float64(len(docs))})
+		}
+		if n, ok := body["top_n"].(float64); ok && int(n) < len(results) {
+			results = results[:int(n)]
+		}
+		writeJSON(200, map[string]any{"id": "rerank-1", "results": results, "usage": map[string]any{"total_tokens": 21}})
+	case "/v1/chat/completions", "/v1/completions":
+		chat := r.URL.Path == "/v1/chat/completions"
+		choice := func(text string, finish any) map[string]any {
+			if !chat {
+				return map[string]any{"index": 0, "text": text, "logprobs": nil, "finish_reason": finish}
+			}
+			return map[string]any{"index": 0, "delta": map[string]any{"content": text}, "finish_reason": finish}
+		}
+		if stream, _ := body["stream"].(bool); stream {
+			w.Header().Set("Content-Type", "text/event-stream")
+			send := func(v any) {
+				b, _ := json.Marshal(v)
+				fmt.Fprintf(w, "data: %s\n\n", b)
+				w.(http.Flusher).Flush()
+			}
+			for _, c := range []map[string]any{choice("Hello", nil), choice(" there", nil), choice("", "stop")} {
+				send(map[string]any{"id": "x", "object": "chunk", "choices": []any{c}})
+			}
+			if opts, _ := body["stream_options"].(map[string]any); opts["include_usage"] == true {
+				send(map[string]any{"id": "x", "object": "chunk", "choices": []any{}, "usage": usage})
+			}
+			fmt.Fprint(w, "data: [DONE]\n\n")
+			return
+		}
+		c := map[string]any{"index": 0, "text": "Hello there", "finish_reason": "stop"}
+		if chat {
+			c = map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": "Hello there"}, "finish_reason": "stop"}
+		}
+		writeJSON(200, map[string]any{"id": "x", "object": "completion", "choices": []any{c}, "usage": usage})
+	default:
+		writeJSON(404, map[string]any{"error": map[string]any{"message": "no route " + r.URL.Path, "type": "invalid_request_error"}})
+	}
+}
+
+// TestOpenAPIModelCatalogResponsesMatch checks the model catalog live
+// against the document: creating, changing, loading, unloading and
+// deleting models, upstream models (behind specUpstream) with their
+// errors, deprecation headers and retirement, comparison and reranking.
+func TestOpenAPIModelCatalogResponsesMatch(t *testing.T) {
+	doc := loadSpec(t)
+	up, up2 := newSpecUpstream(t), newSpecUpstream(t)
+	store := tinyStore(t, "tiny", "spare")
+	side := filepath.Join(t.TempDir(), "side.gguf")
+	if err := testmodel.Write(side, testmodel.Options{Seed: 9}); err != nil {
+		t.Fatal(err)
+	}
+	// A port nothing listens on: connections are refused.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + ln.Addr().String() + "/v1"
+	ln.Close()
+	e := newEnvSpecs(t, store, engine.Config{}, []catalog.Spec{{ID: "configured", BaseURL: up.base(), Aliases: []string{"default"}}})
+	c := newSpecChecker(t, doc, e)
+	msgs := []map[string]any{{"role": "user", "content": "hello"}}
+	model := func(x exchange) map[string]any {
+		t.Helper()
+		return x.json(t)
+	}
+
+	t.Run("create", func(t *testing.T) {
+		c.t = t
+		x := c.call("POST", "/v1/models/up", map[string]any{
+			"base_url": up.base(), "replicas": []string{up2.base()}, "upstream_model": "m", "api_key": "sk-upstream-secret",
+			"capabilities": []string{"chat", "completions", "rerank"}, "family": "llama", "context_length": 4096,
+			"aliases": []string{"fast"}, "limits": map[string]any{"max_output_tokens": 64},
+			"timeouts":              map[string]any{"connect": "2s", "first_byte": "5s", "idle": "5s", "total": 60},
+			"health_check_interval": "off",
+		})
+		expectStatus(t, x, 201)
+		if bytes.Contains(x.body, []byte("sk-upstream-secret")) {
+			t.Fatalf("the upstream api_key is shown: %s", x.body)
+		}
+		m := model(x)
+		if m["backend"] != "upstream" || m["source"] != "api" || m["upstream"].(map[string]any)["api_key_set"] != true || len(m["upstream"].(map[string]any)["replicas"].([]any)) != 2 {
+			t.Fatalf("created model: %v", m)
+		}
+		x = c.call("POST", "/v1/models/side", map[string]any{"id": "side", "path": side, "aliases": []string{"sidekick"}})
+		expectStatus(t, x, 201)
+		if m := model(x); m["backend"] != "local" || m["family"] == "" || m["context_length"].(float64) == 0 {
+			t.Fatalf("a local model from a path: %v", m)
+		}
+		for id, spec := range map[string]map[string]any{
+			"limited": {"base_url": up.base(), "upstream_model": "rate-limited", "health_check_interval": "off"},
+			"erring":  {"base_url": up.base(), "upstream_model": "broken", "health_check_interval": "off"},
+			"slow":    {"base_url": up.base(), "upstream_model": "slow", "health_check_interval": "off", "timeouts": map[string]any{"first_byte": "300ms"}},
+			"down":    {"base_url": down, "health_check_interval": "off"},
+		} {
+			expectStatus(t, c.call("POST", "/v1/models/"+id, spec), 201)
+		}
+		expectError(t, c.call("POST", "/v1/models/up", map[string]any{"base_url": up.base()}), 409, "conflict")
+		expectError(t, c.call("POST", "/v1/models/tiny", map[string]any{"aliases": []string{"x"}}), 409, "conflict")
+		expectError(t, c.call("POST", "/v1/models/other", map[string]any{"base_url": up.base(), "aliases": []string{"fast"}}), 409, "conflict")
+		e := expectError(t, c.callRaw("POST", "/v1/models/keyed", []byte(`{"base_url": "http://h/v1", "api_key_env": "KEY"}`)), 400, "invalid_request_error")
+		if e["param"] != "api_key_env" {
+			t.Fatalf("param %v, want api_key_env", e["param"])
+		}
+		e = expectError(t, c.callRaw("POST", "/v1/models/typo", []byte(`{"base_url": "http://h/v1", "replica": ["http://h2/v1"]}`)), 400, "invalid_request_error")
+		if e["param"] != "replica" {
+			t.Fatalf("param %v, want replica", e["param"])
+		}
+		e = expectError(t, c.call("POST", "/v1/models/ftp", map[string]any{"base_url": "ftp://h/v1"}), 400, "invalid_request_error")
+		if e["param"] != "base_url" {
+			t.Fatalf("param %v, want base_url", e["param"])
+		}
+		expectError(t, c.callRaw("POST", "/v1/models/bad", []byte(`{"limits": {"max_output_tokens": "many"}}`)), 400, "invalid_request_error")
+		expectError(t, c.callRaw("POST", "/v1/models/bad", []byte(`{"base_url": `)), 400, "invalid_json")
+	})
+
+	t.Run("retrieve", func(t *testing.T) {
+		c.t = t
+		x := c.call("GET", "/v1/models", nil)
+		expectStatus(t, x, 200)
+		var ids []string
+		for _, m := range x.json(t)["data"].([]any) {
+			ids = append(ids, m.(map[string]any)["id"].(string))
+		}
+		if want := []string{"configured", "down", "erring", "limited", "side", "slow", "spare", "tiny", "up"}; !slices.Equal(ids, want) {
+			t.Fatalf("catalog %v, want %v", ids, want)
+		}
+		x = c.call("GET", "/v1/models/fast", nil)
+		expectStatus(t, x, 200)
+		if m := model(x); m["id"] != "up" || m["source"] != "api" {
+			t.Fatalf("GET by alias: %v", m)
+		}
+		x = c.call("GET", "/v1/models/default", nil)
+		expectStatus(t, x, 200)
+		if m := model(x); m["id"] != "configured" || m["source"] != "config" || m["created"] != 0.0 {
+			t.Fatalf("a configured model: %v", m)
+		}
+	})
+
+	t.Run("upstream inference", func(t *testing.T) {
+		c.t = t
+		x := c.call("POST", "/v1/chat/completions", map[string]any{"model": "fast", "messages": msgs, "max_tokens": 8})
+		expectStatus(t, x, 200)
+		if m := x.json(t); m["model"] != "up" || m["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["content"] != "Hello there" {
+			t.Fatalf("chat through the upstream: %v", m)
+		}
+		x = c.call("POST", "/v1/chat/completions", map[string]any{"model": "up", "messages": msgs, "stream": true, "stream_options": map[string]any{"include_usage": true}})
+		expectStatus(t, x, 200)
+		expectStatus(t, c.call("POST", "/v1/completions", map[string]any{"model": "up", "prompt": "Once", "max_tokens": 4}), 200)
+		expectStatus(t, c.call("POST", "/v1/completions", map[string]any{"model": "up", "prompt": "Once", "stream": true}), 200)
+		expectError(t, c.call("POST", "/v1/chat/completions", map[string]any{"model": "up", "messages": msgs, "max_tokens": 65}), 400, "invalid_request_error")
+		expectError(t, c.call("POST", "/v1/tokenize", map[string]any{"model": "up", "input": "hi"}), 400, "invalid_request_error")
+		auths, bodies := up.seen()
+		auths2, bodies2 := up2.seen()
+		auths, bodies = append(auths, auths2...), append(bodies, bodies2...)
+		if len(auths2) == 0 || len(auths) == len(auths2) {
+			t.Errorf("requests were not spread over both replicas: %d and %d", len(auths)-len(auths2), len(auths2))
+		}
+		for i, a := range auths {
+			if a != "Bearer sk-upstream-secret" || bodies[i]["model"] != "m" {
+				t.Fatalf("upstream request %d: Authorization %q, model %v", i, a, bodies[i]["model"])
+			}
+		}
+	})
+
+	t.Run("upstream errors", func(t *testing.T) {
+		c.t = t
+		x := c.call("POST", "/v1/chat/completions", map[string]any{"model": "limited", "messages": msgs})
+		expectError(t, x, 429, "rate_limit_exceeded")
+		if ra := x.resp.Header.Get("Retry-After"); ra != "7" {
+			t.Fatalf("Retry-After %q, want the upstream's 7", ra)
+		}
+		expectError(t, c.call("POST", "/v1/chat/completions", map[string]any{"model": "erring", "messages": msgs}), 502, "upstream_error")
+		expectError(t, c.call("POST", "/v1/completions", map[string]any{"model": "slow", "prompt": "x"}), 504, "upstream_timeout")
+		expectError(t, c.call("POST", "/v1/chat/completions", map[string]any{"model": "down", "messages": msgs}), 503, "upstream_unavailable")
+	})
+
+	t.Run("rerank", func(t *testing.T) {
+		c.t = t
+		x := c.call("POST", "/v1/rerank", map[string]any{"model": "up", "query": "capital of France", "documents": []any{"Berlin", map[string]any{"text": "Madrid"}, "Paris"}, "top_n": 2})
+		expectStatus(t, x, 200)
+		res := x.json(t)["results"].([]any)
+		if len(res) != 2 || res[0].(map[string]any)["index"] != 2.0 || res[0].(map[string]any)["document"].(map[string]any)["text"] != "Paris" {
+			t.Fatalf("rerank results %v", res)
+		}
+		x = c.call("POST", "/v1/rerank", map[string]any{"model": "up", "query": "q", "documents": []string{"a", "b"}, "return_documents": false})
+		expectStatus(t, x, 200)
+		if r0 := x.json(t)["results"].([]any)[0].(map[string]any); r0["document"] != nil {
+			t.Fatalf("return_documents false: %v", r0)
+		}
+		expectError(t, c.call("POST", "/v1/rerank", map[string]any{"model": "tiny", "query": "q", "documents": []string{"a"}}), 400, "invalid_request_error")
+		expectError(t, c.call("POST", "/v1/rerank", map[string]any{"model": "nope", "query": "q", "documents": []string{"a"}}), 404, "model_not_found")
+		expectError(t, c.callRaw("POST", "/v1/rerank", []byte(`{"model": "up", "query": "q", "documents": []}`)), 400, "invalid_request_error")
+	})
+
+	t.Run("compare", func(t *testing.T) {
+		c.t = t
+		x := c.call("POST", "/v1/models/compare", map[string]any{"models": []string{"tiny", "fast", "nope"}, "messages": msgs, "max_tokens": 4, "temperature": 0})
+		expectStatus(t, x, 200)
+		res := x.json(t)["results"].([]any)
+		if len(res) != 3 {
+			t.Fatalf("results %v", res)
+		}
+		for i, want := range []struct{ model, status string }{{"tiny", "succeeded"}, {"up", "succeeded"}, {"nope", "failed"}} {
+			r := res[i].(map[string]any)
+			if r["model"] != want.model || r["status"] != want.status {
+				t.Fatalf("result %d: %v, want %s %s", i, r, want.model, want.status)
+			}
+		}
+		if r := res[2].(map[string]any); r["error"].(map[string]any)["error"].(map[string]any)["code"] != "model_not_found" {
+			t.Fatalf("unknown model's result: %v", r)
+		}
+		if r := res[1].(map[string]any); r["output"].(map[string]any)["content"] != "Hello there" || r["ttft_ms"] == nil {
+			t.Fatalf("upstream model's result: %v", r)
+		}
+		expectError(t, c.callRaw("POST", "/v1/models/compare", []byte(`{"models": ["tiny"], "messages": [{"role": "user", "content": "hi"}]}`)), 400, "invalid_request_error")
+		expectError(t, c.callRaw("POST", "/v1/models/compare", []byte(`{"models": ["tiny", "up"], "messages": [{"role": "user", "content": "hi"}], "stream": true}`)), 400, "invalid_request_error")
+		expectError(t, c.callRaw("POST", "/v1/models/compare", []byte(`{"model": "tiny", "models": ["tiny", "up"], "messages": [{"role": "user", "content": "hi"}]}`)), 400, "invalid_request_error")
+	})
+
+	t.Run("update", func(t *testing.T) {
+		c.t = t
+		x := c.call("PATCH", "/v1/models/tiny", map[string]any{"aliases": []string{"small"}, "limits": map[string]any{"max_output_tokens": 4}})
+		expectStatus(t, x, 200)
+		if m := model(x); m["source"] != "api" || m["limits"].(map[string]any)["max_output_tokens"] != 4.0 || m["aliases"].([]any)[0] != "small" {
+			t.Fatalf("patched model: %v", m)
+		}
+		e := expectError(t, c.call("POST", "/v1/chat/completions", map[string]any{"model": "small", "messages": msgs, "max_tokens": 8}), 400, "invalid_request_error")
+		if e["param"] != "max_tokens" {
+			t.Fatalf("param %v, want max_tokens", e["param"])
+		}
+		x = c.call("PATCH", "/v1/models/tiny", map[string]any{"limits": nil})
+		expectStatus(t, x, 200)
+		if m := model(x); m["limits"].(map[string]any)["max_output_tokens"] != nil || m["aliases"].([]any)[0] != "small" {
+			t.Fatalf("null did not clear only limits: %v", m)
+		}
+		expectError(t, c.call("PATCH", "/v1/models/configured", map[string]any{"aliases": []string{"x"}}), 409, "conflict")
+		expectError(t, c.call("PATCH", "/v1/models/nope", map[string]any{"aliases": []string{"x"}}), 404, "model_not_found")
+		expectError(t, c.callRaw("PATCH", "/v1/models/tiny", []byte(`{"limits": "none"}`)), 400, "invalid_request_error")
+		expectError(t, c.call("PATCH", "/v1/models/tiny", map[string]any{"id": "renamed"}), 400, "invalid_request_error")
+	})
+
+	t.Run("deprecation", func(t *testing.T) {
+		c.t = t
+		sunset := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
+		x := c.call("PATCH", "/v1/models/up", map[string]any{"deprecation": map[string]any{"sunset": sunset.Format(time.RFC3339), "replacement": "tiny"}})
+		expectStatus(t, x, 200)
+		d := model(x)["deprecation"].(map[string]any)
+		if d["deprecated_at"] == nil || d["replacement"] != "tiny" {
+			t.Fatalf("deprecation %v", d)
+		}
+		x = c.call("POST", "/v1/chat/completions", map[string]any{"model": "up", "messages": msgs})
+		expectStatus(t, x, 200)
+		h := x.resp.Header
+		if !strings.HasPrefix(h.Get("Deprecation"), "@") || h.Get("Sunset") != sunset.Format(http.TimeFormat) || h.Get("Link") != `</v1/models/tiny>; rel="successor-version"` {
+			t.Fatalf("deprecation headers: Deprecation %q, Sunset %q, Link %q", h.Get("Deprecation"), h.Get("Sunset"), h.Get("Link"))
+		}
+		x = c.call("POST", "/v1/rerank", map[string]any{"model": "up", "query": "q", "documents": []string{"a"}})
+		expectStatus(t, x, 200)
+		if x.resp.Header.Get("Deprecation") == "" {
+			t.Fatal("rerank on a deprecated model has no Deprecation header")
+		}
+		past := time.Now().Add(-time.Hour).UTC()
+		x = c.call("PATCH", "/v1/models/up", map[string]any{"deprecation": map[string]any{"deprecated_at": past.Add(-time.Hour).Format(time.RFC3339), "sunset": past.Format(time.RFC3339), "replacement": "tiny"}})
+		expectStatus(t, x, 200)
+		expectError(t, c.call("POST", "/v1/chat/completions", map[string]any{"model": "up", "messages": msgs}), 410, "model_retired")
+		expectError(t, c.call("POST", "/v1/completions", map[string]any{"model": "fast", "prompt": "x"}), 410, "model_retired")
+		expectError(t, c.call("POST", "/v1/rerank", map[string]any{"model": "up", "query": "q", "documents": []string{"a"}}), 410, "model_retired")
+		x = c.call("POST", "/v1/models/compare", map[string]any{"models": []string{"up", "configured"}, "messages": msgs})
+		expectStatus(t, x, 200)
+		if r := x.json(t)["results"].([]any)[0].(map[string]any); r["status"] != "failed" || r["error"].(map[string]any)["error"].(map[string]any)["code"] != "model_retired" {
+			t.Fatalf("a retired model in a comparison: %v", r)
+		}
+		expectStatus(t, c.call("PATCH", "/v1/models/up", map[string]any{"deprecation": nil}), 200)
+		x = c.call("POST", "/v1/chat/completions", map[string]any{"model": "up", "messages": msgs})
+		expectStatus(t, x, 200)
+		if x.resp.Header.Get("Deprecation") != "" {
+			t.Fatal("an undeprecated model still sends Deprecation")
+		}
+	})
+
+	t.Run("load and unload", func(t *testing.T) {
+		c.t = t
+		x := c.call("POST", "/v1/models/small/load", nil)
+		expectStatus(t, x, 200)
+		if m := model(x); m["id"] != "tiny" || m["status"] != "ready" {
+			t.Fatalf("loaded: %v", m)
+		}
+		x = c.call("POST", "/v1/models/tiny/unload", nil)
+		expectStatus(t, x, 200)
+		if m := model(x); m["status"] != "available" {
+			t.Fatalf("unloaded: %v", m)
+		}
+		e.waitEvent(events.ModelUnloaded, "tiny", 5*time.Second)
+		x = c.call("POST", "/v1/models/up/load", nil)
+		expectStatus(t, x, 200)
+		if m := model(x); m["status"] != "ready" {
+			t.Fatalf("an upstream model after a health check: %v", m)
+		}
+		x = c.call("POST", "/v1/models/down/load", nil)
+		expectStatus(t, x, 200)
+		if m := model(x); m["status"] != "failed" || m["status_reason"] == "" {
+			t.Fatalf("an unreachable upstream model after a health check: %v", m)
+		}
+		x = c.call("POST", "/v1/models/up/unload", nil)
+		expectStatus(t, x, 200)
+		if m := model(x); m["status"] != "available" {
+			t.Fatalf("an unloaded upstream model: %v", m)
+		}
+		e.waitEvent(events.ModelUnloaded, "up", 5*time.Second)
+		expectError(t, c.call("POST", "/v1/models/nope/load", nil), 404, "model_not_found")
+		expectError(t, c.call("POST", "/v1/models/nope/unload", nil), 404, "model_not_found")
+	})
+
+	t.Run("delete", func(t *testing.T) {
+		c.t = t
+		x := c.call("DELETE", "/v1/models/up", nil)
+		expectStatus(t, x, 200)
+		if m := x.json(t); m["id"] != "up" || m["object"] != "model" || m["deleted"] != true {
+			t.Fatalf("delete: %v", m)
+		}
+		expectError(t, c.call("GET", "/v1/models/up", nil), 404, "model_not_found")
+		expectError(t, c.call("GET", "/v1/models/fast", nil), 404, "model_not_found")
+		// An installed model with stored settings loses them, not its files.
+		expectStatus(t, c.call("DELETE", "/v1/models/tiny", nil), 200)
+		x = c.call("GET", "/v1/models/tiny", nil)
+		expectStatus(t, x, 200)
+		if m := model(x); m["source"] != "installed" || len(m["aliases"].([]any)) != 0 {
+			t.Fatalf("tiny after deleting its settings: %v", m)
+		}
+		// An installed model without settings is deleted with its files.
+		path := store.Path("spare")
+		expectStatus(t, c.call("DELETE", "/v1/models/spare", nil), 200)
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Fatalf("spare's file after DELETE: %v", err)
+		}
+		expectError(t, c.call("GET", "/v1/models/spare", nil), 404, "model_not_found")
+		expectError(t, c.call("DELETE", "/v1/models/configured", nil), 409, "conflict")
+		expectError(t, c.call("DELETE", "/v1/models/nope", nil), 404, "model_not_found")
+	})
+
+	t.Run("scopes", func(t *testing.T) {
+		c.t = t
+		key := c.key
+		defer func() { c.key = key }()
+		c.key = specScopedKey(t, e, "inference", "models:read")
+		expectError(t, c.call("POST", "/v1/models/x", map[string]any{"base_url": up.base()}), 403, "permission_denied")
+		expectError(t, c.call("PATCH", "/v1/models/tiny", map[string]any{"aliases": []string{"x"}}), 403, "permission_denied")
+		expectError(t, c.call("DELETE", "/v1/models/tiny", nil), 403, "permission_denied")
+		expectError(t, c.call("POST", "/v1/models/tiny/load", nil), 403, "permission_denied")
+		expectError(t, c.call("POST", "/v1/models/tiny/unload", nil), 403, "permission_denied")
+		c.key = specScopedKey(t, e, "models:read", "models:write")
+		expectError(t, c.call("POST", "/v1/models/compare", map[string]any{"models": []string{"tiny", "side"}, "messages": msgs}), 403, "permission_denied")
+		expectError(t, c.call("POST", "/v1/rerank", map[string]any{"model": "tiny", "query": "q", "documents": []string{"a"}}), 403, "permission_denied")
+	})
+
+	c.t = t
+	if missing := c.uncovered(operationsExcept(doc, catalogOperations...)...); len(missing) > 0 {
+		t.Errorf("catalog operations no check exercised: %v", missing)
+	}
+}
+
+// specScopedKey creates an API key with only the given scopes.
+func specScopedKey(t *testing.T, e *env, scopes ...string) string {
+	t.Helper()
+	resp := e.request(e.key, "POST", "/v1/keys", map[string]any{"name": "scoped", "scopes": scopes})
+	defer resp.Body.Close()
+	var k struct {
+		Key string `json:"key"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&k); err != nil || resp.StatusCode != 201 || k.Key == "" {
+		t.Fatalf("creating a key with scopes %v: status %d, %v", scopes, resp.StatusCode, err)
+	}
+	return k.Key
 }
