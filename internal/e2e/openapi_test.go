@@ -913,10 +913,6 @@ func TestOpenAPIModelCatalogResponsesMatch(t *testing.T) {
 	e := newEnvSpecs(t, store, engine.Config{}, []catalog.Spec{{ID: "configured", BaseURL: up.base(), Aliases: []string{"default"}}})
 	c := newSpecChecker(t, doc, e)
 	msgs := []map[string]any{{"role": "user", "content": "hello"}}
-	model := func(x exchange) map[string]any {
-		t.Helper()
-		return x.json(t)
-	}
 
 	t.Run("create", func(t *testing.T) {
 		c.t = t
@@ -931,13 +927,13 @@ func TestOpenAPIModelCatalogResponsesMatch(t *testing.T) {
 		if bytes.Contains(x.body, []byte("sk-upstream-secret")) {
 			t.Fatalf("the upstream api_key is shown: %s", x.body)
 		}
-		m := model(x)
+		m := x.json(t)
 		if m["backend"] != "upstream" || m["source"] != "api" || m["upstream"].(map[string]any)["api_key_set"] != true || len(m["upstream"].(map[string]any)["replicas"].([]any)) != 2 {
 			t.Fatalf("created model: %v", m)
 		}
 		x = c.call("POST", "/v1/models/side", map[string]any{"id": "side", "path": side, "aliases": []string{"sidekick"}})
 		expectStatus(t, x, 201)
-		if m := model(x); m["backend"] != "local" || m["family"] == "" || m["context_length"].(float64) == 0 {
+		if m := x.json(t); m["backend"] != "local" || m["family"] == "" || m["context_length"].(float64) == 0 {
 			t.Fatalf("a local model from a path: %v", m)
 		}
 		for id, spec := range map[string]map[string]any{
@@ -980,12 +976,12 @@ func TestOpenAPIModelCatalogResponsesMatch(t *testing.T) {
 		}
 		x = c.call("GET", "/v1/models/fast", nil)
 		expectStatus(t, x, 200)
-		if m := model(x); m["id"] != "up" || m["source"] != "api" {
+		if m := x.json(t); m["id"] != "up" || m["source"] != "api" {
 			t.Fatalf("GET by alias: %v", m)
 		}
 		x = c.call("GET", "/v1/models/default", nil)
 		expectStatus(t, x, 200)
-		if m := model(x); m["id"] != "configured" || m["source"] != "config" || m["created"] != 0.0 {
+		if m := x.json(t); m["id"] != "configured" || m["source"] != "config" || m["created"] != 0.0 {
 			t.Fatalf("a configured model: %v", m)
 		}
 	})
@@ -1075,7 +1071,7 @@ func TestOpenAPIModelCatalogResponsesMatch(t *testing.T) {
 		c.t = t
 		x := c.call("PATCH", "/v1/models/tiny", map[string]any{"aliases": []string{"small"}, "limits": map[string]any{"max_output_tokens": 4}})
 		expectStatus(t, x, 200)
-		if m := model(x); m["source"] != "api" || m["limits"].(map[string]any)["max_output_tokens"] != 4.0 || m["aliases"].([]any)[0] != "small" {
+		if m := x.json(t); m["source"] != "api" || m["limits"].(map[string]any)["max_output_tokens"] != 4.0 || m["aliases"].([]any)[0] != "small" {
 			t.Fatalf("patched model: %v", m)
 		}
 		e := expectError(t, c.call("POST", "/v1/chat/completions", map[string]any{"model": "small", "messages": msgs, "max_tokens": 8}), 400, "invalid_request_error")
@@ -1084,7 +1080,7 @@ func TestOpenAPIModelCatalogResponsesMatch(t *testing.T) {
 		}
 		x = c.call("PATCH", "/v1/models/tiny", map[string]any{"limits": nil})
 		expectStatus(t, x, 200)
-		if m := model(x); m["limits"].(map[string]any)["max_output_tokens"] != nil || m["aliases"].([]any)[0] != "small" {
+		if m := x.json(t); m["limits"].(map[string]any)["max_output_tokens"] != nil || m["aliases"].([]any)[0] != "small" {
 			t.Fatalf("null did not clear only limits: %v", m)
 		}
 		expectError(t, c.call("PATCH", "/v1/models/configured", map[string]any{"aliases": []string{"x"}}), 409, "conflict")
@@ -1098,7 +1094,7 @@ func TestOpenAPIModelCatalogResponsesMatch(t *testing.T) {
 		sunset := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Second)
 		x := c.call("PATCH", "/v1/models/up", map[string]any{"deprecation": map[string]any{"sunset": sunset.Format(time.RFC3339), "replacement": "tiny"}})
 		expectStatus(t, x, 200)
-		d := model(x)["deprecation"].(map[string]any)
+		d := x.json(t)["deprecation"].(map[string]any)
 		if d["deprecated_at"] == nil || d["replacement"] != "tiny" {
 			t.Fatalf("deprecation %v", d)
 		}
@@ -1136,28 +1132,28 @@ func TestOpenAPIModelCatalogResponsesMatch(t *testing.T) {
 		c.t = t
 		x := c.call("POST", "/v1/models/small/load", nil)
 		expectStatus(t, x, 200)
-		if m := model(x); m["id"] != "tiny" || m["status"] != "ready" {
+		if m := x.json(t); m["id"] != "tiny" || m["status"] != "ready" {
 			t.Fatalf("loaded: %v", m)
 		}
 		x = c.call("POST", "/v1/models/tiny/unload", nil)
 		expectStatus(t, x, 200)
-		if m := model(x); m["status"] != "available" {
+		if m := x.json(t); m["status"] != "available" {
 			t.Fatalf("unloaded: %v", m)
 		}
 		e.waitEvent(events.ModelUnloaded, "tiny", 5*time.Second)
 		x = c.call("POST", "/v1/models/up/load", nil)
 		expectStatus(t, x, 200)
-		if m := model(x); m["status"] != "ready" {
+		if m := x.json(t); m["status"] != "ready" {
 			t.Fatalf("an upstream model after a health check: %v", m)
 		}
 		x = c.call("POST", "/v1/models/down/load", nil)
 		expectStatus(t, x, 200)
-		if m := model(x); m["status"] != "failed" || m["status_reason"] == "" {
+		if m := x.json(t); m["status"] != "failed" || m["status_reason"] == "" {
 			t.Fatalf("an unreachable upstream model after a health check: %v", m)
 		}
 		x = c.call("POST", "/v1/models/up/unload", nil)
 		expectStatus(t, x, 200)
-		if m := model(x); m["status"] != "available" {
+		if m := x.json(t); m["status"] != "available" {
 			t.Fatalf("an unloaded upstream model: %v", m)
 		}
 		e.waitEvent(events.ModelUnloaded, "up", 5*time.Second)
@@ -1178,7 +1174,7 @@ func TestOpenAPIModelCatalogResponsesMatch(t *testing.T) {
 		expectStatus(t, c.call("DELETE", "/v1/models/tiny", nil), 200)
 		x = c.call("GET", "/v1/models/tiny", nil)
 		expectStatus(t, x, 200)
-		if m := model(x); m["source"] != "installed" || len(m["aliases"].([]any)) != 0 {
+		if m := x.json(t); m["source"] != "installed" || len(m["aliases"].([]any)) != 0 {
 			t.Fatalf("tiny after deleting its settings: %v", m)
 		}
 		// An installed model without settings is deleted with its files.
