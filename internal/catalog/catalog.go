@@ -120,6 +120,9 @@ type Catalog struct {
 	remotes map[string]*entry // by id: upstream backends to reuse across rebuilds
 	loaded  time.Time
 
+	warnMu sync.Mutex
+	warned map[string]string
+
 	stop     chan struct{}
 	stopOnce sync.Once
 	wg       sync.WaitGroup
@@ -165,7 +168,7 @@ func New(ctx context.Context, cfg Config) (*Catalog, error) {
 		ids[s.ID] = true
 	}
 	c := &Catalog{cfg: cfg, entries: map[string]*entry{}, aliases: map[string]string{}, remotes: map[string]*entry{}, stop: make(chan struct{})}
-	if err := c.rebuild(ctx, true); err != nil {
+	if err := c.rebuild(ctx); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -200,7 +203,7 @@ func (c *Catalog) refresher() {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := c.rebuild(ctx, false); err != nil {
+		if err := c.rebuild(ctx); err != nil {
 			c.cfg.Log.Warn("refreshing the model catalog", "err", err)
 		}
 		cancel()
@@ -208,12 +211,11 @@ func (c *Catalog) refresher() {
 }
 
 // Refresh re-reads installed models and stored configurations now.
-func (c *Catalog) Refresh(ctx context.Context) error { return c.rebuild(ctx, false) }
+func (c *Catalog) Refresh(ctx context.Context) error { return c.rebuild(ctx) }
 
-// rebuild recomputes the entries from the three sources. With strict, a
-// stored configuration that no longer fits is an error; otherwise it is
-// logged and skipped.
-func (c *Catalog) rebuild(ctx context.Context, strict bool) error {
+// rebuild recomputes the entries from the three sources. Configured
+// models that do not fit are an error; stored ones are logged and skipped.
+func (c *Catalog) rebuild(ctx context.Context) error {
 	c.rebuildMu.Lock()
 	defer c.rebuildMu.Unlock()
 	installed, err := c.cfg.Installed.List()
@@ -253,18 +255,18 @@ func (c *Catalog) rebuild(ctx context.Context, strict bool) error {
 		return nil
 	}
 	for _, st := range stored {
+		// A stored configuration that no longer fits (its GGUF was removed,
+		// say) is skipped, not fatal: it stays visible to DELETE.
 		var s Spec
-		if err := json.Unmarshal(st.Spec, &s); err == nil {
-			err = s.Normalize()
+		serr := json.Unmarshal(st.Spec, &s)
+		if serr == nil {
+			serr = s.Normalize()
 		}
-		if err == nil {
-			err = apply(s, SourceAPI, st.CreatedAt)
+		if serr == nil {
+			serr = apply(s, SourceAPI, st.CreatedAt)
 		}
-		if err != nil {
-			if strict {
-				return fmt.Errorf("stored model configuration %q: %w", st.ID, err)
-			}
-			c.cfg.Log.Warn("skipping a stored model configuration", "model", st.ID, "err", err)
+		if serr != nil {
+			c.warnOnce(st.ID, serr)
 		}
 	}
 	for _, s := range c.cfg.Configured {
@@ -325,6 +327,21 @@ func (c *Catalog) rebuild(ctx context.Context, strict bool) error {
 	return nil
 }
 
+// warnOnce logs a stored configuration that is skipped, once per distinct
+// reason.
+func (c *Catalog) warnOnce(id string, err error) {
+	c.warnMu.Lock()
+	defer c.warnMu.Unlock()
+	if c.warned == nil {
+		c.warned = map[string]string{}
+	}
+	if c.warned[id] == err.Error() {
+		return
+	}
+	c.warned[id] = err.Error()
+	c.cfg.Log.Warn("skipping a stored model configuration; fix it with PATCH or remove it with DELETE /v1/models/"+id, "model", id, "err", err)
+}
+
 func remoteKey(s Spec) string {
 	b, _ := json.Marshal([]any{s.URLs(), s.APIKey, s.UpstreamModel, s.Timeouts, s.HealthCheckInterval, s.Tokenizer})
 	return string(b)
@@ -378,7 +395,7 @@ func (c *Catalog) lookup(ctx context.Context, name string) (*entry, error) {
 	fresh := c.cfg.Now().Sub(c.loaded) < time.Second
 	c.mu.RUnlock()
 	if !fresh {
-		if err := c.rebuild(ctx, false); err != nil {
+		if err := c.rebuild(ctx); err != nil {
 			c.cfg.Log.Warn("refreshing the model catalog", "err", err)
 		}
 		if e := c.find(name); e != nil {
@@ -616,6 +633,11 @@ func (c *Catalog) put(ctx context.Context, s Spec, created time.Time) (Model, er
 			return Model{}, &SpecError{Field: "path", Message: err.Error()}
 		}
 	}
+	if s.Backend == BackendLocal && s.Path == "" {
+		if _, err := c.cfg.Installed.Get(s.ID); err != nil {
+			return Model{}, &SpecError{Field: "path", Message: fmt.Sprintf("%q is not an installed model: give a local model a 'path' to its GGUF file, or an upstream model a 'base_url'", s.ID)}
+		}
+	}
 	if c.cfg.Specs == nil {
 		return Model{}, errors.New("model configurations cannot be stored: no database")
 	}
@@ -626,7 +648,7 @@ func (c *Catalog) put(ctx context.Context, s Spec, created time.Time) (Model, er
 	if err := c.cfg.Specs.PutModelSpec(ctx, StoredSpec{ID: s.ID, Spec: b, CreatedAt: created, UpdatedAt: c.cfg.Now()}); err != nil {
 		return Model{}, err
 	}
-	if err := c.rebuild(ctx, false); err != nil {
+	if err := c.rebuild(ctx); err != nil {
 		return Model{}, err
 	}
 	return c.Get(ctx, s.ID)
@@ -637,6 +659,10 @@ func (c *Catalog) put(ctx context.Context, s Spec, created time.Time) (Model, er
 func (c *Catalog) Delete(ctx context.Context, id string) error {
 	e := c.find(id)
 	if e == nil || e.spec.ID != id {
+		// A stored configuration the catalog skipped can still be removed.
+		if c.cfg.Specs != nil && c.cfg.Specs.DeleteModelSpec(ctx, id) == nil {
+			return c.rebuild(ctx)
+		}
 		return fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
 	switch e.source {
@@ -660,7 +686,7 @@ func (c *Catalog) Delete(ctx context.Context, id string) error {
 	if e.remote != nil {
 		c.cfg.Events.Publish(events.ModelUnloaded, map[string]any{"model": id, "backend": BackendUpstream, "reason": "deleted"})
 	}
-	return c.rebuild(ctx, false)
+	return c.rebuild(ctx)
 }
 
 // Load makes a model ready: a local model's runner is started; an upstream

@@ -103,8 +103,11 @@ func TestPatchMergesAndClears(t *testing.T) {
 	if err := s.Patch([]byte(`{"aliases": null, "limits": {"max_input_tokens": 9}, "upstream_model": "m"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if s.Aliases != nil || s.Limits.MaxInputTokens != 9 || s.Limits.MaxOutputTokens != 0 || s.UpstreamModel != "m" || s.BaseURL != "http://a/v1" {
+	if s.Aliases != nil || s.Limits.MaxInputTokens != 9 || s.Limits.MaxOutputTokens != 5 || s.UpstreamModel != "m" || s.BaseURL != "http://a/v1" {
 		t.Fatalf("%+v", s)
+	}
+	if err := s.Patch([]byte(`{"limits": {"max_output_tokens": null}}`)); err != nil || s.Limits.MaxOutputTokens != 0 || s.Limits.MaxInputTokens != 9 {
+		t.Fatalf("nested clear: %+v %v", s.Limits, err)
 	}
 	var se *SpecError
 	if err := s.Patch([]byte(`{"id": "other"}`)); !errors.As(err, &se) || se.Field != "id" {
@@ -179,6 +182,40 @@ func TestConfiguredConflictsAreStartupErrors(t *testing.T) {
 			c.Close()
 			t.Errorf("%+v: no error", specs)
 		}
+	}
+}
+
+func TestBadStoredSpecIsSkippedAndDeletable(t *testing.T) {
+	ctx := context.Background()
+	c, store, specs := newCatalog(t, nil)
+	if _, err := c.Create(ctx, Spec{ID: "ghost"}); err == nil {
+		t.Fatal("a local model that is not installed and has no path was accepted")
+	}
+	if _, err := c.Update(ctx, "tiny", []byte(`{"limits": {"max_output_tokens": 5}}`)); err != nil {
+		t.Fatal(err)
+	}
+	// The GGUF goes away behind the catalog's back (sovereign models rm);
+	// a good stored spec after it must still load.
+	specs.PutModelSpec(ctx, StoredSpec{ID: "zz", Spec: []byte(`{"id":"zz","base_url":"http://127.0.0.1:1/v1","health_check_interval":"off"}`)})
+	if err := store.Remove("tiny"); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := New(ctx, Config{Installed: store, Specs: specs, Refresh: -1})
+	if err != nil {
+		t.Fatalf("a bad stored spec stops the server: %v", err)
+	}
+	defer c2.Close()
+	if _, err := c2.Get(ctx, "zz"); err != nil {
+		t.Fatalf("the spec after the bad one: %v", err)
+	}
+	if _, err := c2.Get(ctx, "tiny"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("tiny: %v", err)
+	}
+	if err := c2.Delete(ctx, "tiny"); err != nil {
+		t.Fatalf("deleting the skipped spec: %v", err)
+	}
+	if _, ok := specs.m["tiny"]; ok {
+		t.Fatal("still stored")
 	}
 }
 

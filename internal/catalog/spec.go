@@ -254,41 +254,59 @@ func (s *Spec) URLs() []string {
 	return out
 }
 
-// Patch applies the fields present in the JSON object raw onto s: a field
-// set to null is cleared, an absent one is kept. The id cannot change.
+// Patch applies a JSON merge patch (RFC 7396) to s: a field set to null is
+// cleared, an absent one is kept, and objects (limits, timeouts,
+// deprecation) merge field by field. The id cannot change.
 func (s *Spec) Patch(raw []byte) error {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil {
+	var patch any
+	if err := json.Unmarshal(raw, &patch); err != nil {
 		return &SpecError{Message: "the body must be a JSON object"}
 	}
-	if v, ok := fields["id"]; ok {
-		var id string
-		if json.Unmarshal(v, &id) != nil || id != s.ID {
-			return &SpecError{Field: "id", Message: "a model's id cannot be changed"}
-		}
+	fields, ok := patch.(map[string]any)
+	if !ok {
+		return &SpecError{Message: "the body must be a JSON object"}
+	}
+	if v, ok := fields["id"]; ok && v != s.ID {
+		return &SpecError{Field: "id", Message: "a model's id cannot be changed"}
 	}
 	cur, err := json.Marshal(s)
 	if err != nil {
 		return err
 	}
-	var merged map[string]json.RawMessage
-	if err := json.Unmarshal(cur, &merged); err != nil {
+	var target any
+	if err := json.Unmarshal(cur, &target); err != nil {
 		return err
 	}
-	for k, v := range fields {
-		if string(v) == "null" {
-			delete(merged, k)
-		} else {
-			merged[k] = v
-		}
+	b, err := json.Marshal(mergePatch(target, patch))
+	if err != nil {
+		return err
 	}
-	b, _ := json.Marshal(merged)
 	var out Spec
 	if err := DecodeSpec(b, &out); err != nil {
 		return err
 	}
 	*s = out
 	return nil
+}
+
+// mergePatch is RFC 7396's MergePatch(target, patch).
+func mergePatch(target, patch any) any {
+	p, ok := patch.(map[string]any)
+	if !ok {
+		return patch
+	}
+	t, ok := target.(map[string]any)
+	if !ok {
+		t = map[string]any{}
+	}
+	for k, v := range p {
+		if v == nil {
+			delete(t, k)
+		} else {
+			t[k] = mergePatch(t[k], v)
+		}
+	}
+	return t
 }
 
 // DecodeSpec decodes a JSON spec strictly: unknown fields and wrong types

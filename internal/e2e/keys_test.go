@@ -36,6 +36,9 @@ func openDatabase(t *testing.T, kind string) store.Store {
 	if base == "" {
 		t.Fatal("SOVEREIGN_TEST_POSTGRES_URL is not set: run `make test`, which starts PostgreSQL (scripts/postgres-test.sh)")
 	}
+	if base == "skip" {
+		t.Skip("SOVEREIGN_TEST_POSTGRES_URL=skip: PostgreSQL tests skipped on purpose")
+	}
 	admin, err := sql.Open("pgx", base)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sort"
 	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
@@ -83,6 +84,7 @@ func (s *Server) rerank(w http.ResponseWriter, r *http.Request) error {
 	if s.Metrics != nil {
 		s.Metrics.AddTokens(m.ID, res.PromptTokens, 0)
 	}
+	sort.SliceStable(res.Results, func(i, j int) bool { return res.Results[i].RelevanceScore > res.Results[j].RelevanceScore })
 	out := make([]rerankResult, 0, len(res.Results))
 	for _, x := range res.Results {
 		rr := rerankResult{Index: x.Index, RelevanceScore: x.RelevanceScore}

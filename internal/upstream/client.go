@@ -41,7 +41,7 @@ type call struct {
 }
 
 // send posts body to path on a replica, moving to the next replica when
-// the connection cannot be made or the replica answers 502/503/504 (both
+// the connection cannot be made or the replica answers 502 or 503 (both
 // before the request could have been served). Non-2xx answers become
 // errors. The returned call must be finished.
 func (b *Backend) send(ctx context.Context, path string, body []byte) (*call, error) {
@@ -92,7 +92,10 @@ func (b *Backend) send(ctx context.Context, path string, body []byte) (*call, er
 		r.inflight.Add(-1)
 		cancel()
 		switch resp.StatusCode {
-		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		case http.StatusBadGateway, http.StatusServiceUnavailable:
+			// The replica (or the proxy in front of it) did not take the
+			// request: another replica may. A 504 is not retried: the
+			// request may have been served.
 			b.failed(r, uerr, false)
 			lastErr = uerr
 			continue

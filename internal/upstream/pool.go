@@ -4,7 +4,7 @@
 // balances requests across them (fewest in flight, round robin among
 // equals), checks their health, retries a request on another replica when
 // the connection could not be made (nothing was sent yet) or the replica
-// answered 502/503/504, and stops sending to a failing replica for a
+// answered 502 or 503, and stops sending to a failing replica for a
 // cool-down (a circuit breaker: closed → open → half-open → closed).
 // Streams are relayed event by event as the upstream sends them; usage comes
 // from the upstream or, when it sends none, from the model's tokenizer.
