@@ -732,3 +732,49 @@ func TestDeleteTeam(t *testing.T) {
 		t.Errorf("%d teams left, want 1", len(teams))
 	}
 }
+
+// TestAuthenticateCache checks the key cache: a second request does not
+// read the store; a revocation through the service applies at once; one
+// made directly in the store (another replica) applies within CacheTTL.
+func TestAuthenticateCache(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	k, secret := f.key(t)
+	reads := 0
+	orig := f.fake.GetKeyByHashFn
+	f.fake.GetKeyByHashFn = func(ctx context.Context, h []byte) (Key, error) {
+		reads++
+		return orig(ctx, h)
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := f.svc.Authenticate(ctx, secret); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if reads != 1 {
+		t.Fatalf("store read %d times for 3 requests, want 1", reads)
+	}
+	// Another replica revokes the key in the shared database.
+	now := f.clock.Now()
+	if err := f.fake.UpdateKeyFn(ctx, k.ID, KeyUpdate{RevokedAt: &now}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Authenticate(ctx, secret); err != nil {
+		t.Fatalf("within the TTL the cached key still works: %v", err)
+	}
+	f.clock.Add(DefaultCacheTTL)
+	if _, err := f.svc.Authenticate(ctx, secret); !errors.Is(err, ErrRevokedKey) {
+		t.Fatalf("after the TTL: %v, want ErrRevokedKey", err)
+	}
+	// Through the service, a revocation is immediate.
+	k2, secret2 := f.key(t)
+	if _, err := f.svc.Authenticate(ctx, secret2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Revoke(ctx, k2.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Authenticate(ctx, secret2); !errors.Is(err, ErrRevokedKey) {
+		t.Fatalf("after Revoke: %v, want ErrRevokedKey", err)
+	}
+}

@@ -73,9 +73,65 @@ type Service struct {
 	// Logger receives failures that do not fail a request (a last-used
 	// update that could not be written); nil means slog.Default().
 	Logger *slog.Logger
+	// CacheTTL is how long Authenticate trusts a key it read from the store
+	// before reading it again (0 means DefaultCacheTTL; negative disables
+	// the cache). Revocations and rotations made through this Service take
+	// effect at once; those made by another server replica sharing the
+	// database, within CacheTTL.
+	CacheTTL time.Duration
 
 	mu      sync.Mutex
 	touched map[string]time.Time // key id → last LastUsedAt this process wrote
+
+	cacheMu sync.RWMutex
+	cache   map[string]cachedKey // string(hash) → key
+}
+
+// DefaultCacheTTL is Service.CacheTTL's default: it saves a database read
+// per request (most of the API's own latency) while bounding how long a
+// revocation on another replica takes to apply.
+const DefaultCacheTTL = 2 * time.Second
+
+// maxCachedKeys bounds the cache; when full it is emptied.
+const maxCachedKeys = 10000
+
+type cachedKey struct {
+	key Key
+	at  time.Time
+}
+
+// lookup returns the key with hash h, from the cache when fresh.
+func (s *Service) lookup(ctx context.Context, h []byte, now time.Time) (Key, error) {
+	ttl := s.CacheTTL
+	if ttl == 0 {
+		ttl = DefaultCacheTTL
+	}
+	if ttl > 0 {
+		s.cacheMu.RLock()
+		c, ok := s.cache[string(h)]
+		s.cacheMu.RUnlock()
+		if ok && now.Sub(c.at) < ttl && !now.Before(c.at) {
+			return c.key, nil
+		}
+	}
+	k, err := s.Store.GetKeyByHash(ctx, h)
+	if err != nil || ttl < 0 || subtle.ConstantTimeCompare(k.Hash, h) != 1 {
+		return k, err
+	}
+	s.cacheMu.Lock()
+	if s.cache == nil || len(s.cache) >= maxCachedKeys {
+		s.cache = make(map[string]cachedKey)
+	}
+	s.cache[string(h)] = cachedKey{key: k, at: now}
+	s.cacheMu.Unlock()
+	return k, nil
+}
+
+// forget drops every cached key (after a revocation or rotation).
+func (s *Service) forget() {
+	s.cacheMu.Lock()
+	s.cache = nil
+	s.cacheMu.Unlock()
 }
 
 // NewService returns a Service over store using the system clock.
@@ -228,7 +284,8 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Key, error) 
 		return Key{}, ErrInvalidKey
 	}
 	h := HashSecret(secret)
-	k, err := s.Store.GetKeyByHash(ctx, h)
+	now := s.now()
+	k, err := s.lookup(ctx, h, now)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return Key{}, ErrInvalidKey
@@ -238,7 +295,6 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Key, error) 
 	if subtle.ConstantTimeCompare(k.Hash, h) != 1 {
 		return Key{}, ErrInvalidKey
 	}
-	now := s.now()
 	if k.RevokedAt != nil {
 		return k, ErrRevokedKey
 	}
@@ -303,6 +359,7 @@ func (s *Service) Revoke(ctx context.Context, id string) (Key, error) {
 	if err := s.Store.UpdateKey(ctx, id, KeyUpdate{RevokedAt: &now}); err != nil {
 		return Key{}, fmt.Errorf("revoke key %s: %w", id, err)
 	}
+	s.forget()
 	k.RevokedAt = &now
 	return k, nil
 }
@@ -362,6 +419,7 @@ func (s *Service) Rotate(ctx context.Context, id string, grace time.Duration) (K
 		}
 		return Key{}, "", fmt.Errorf("rotate key %s: %w", id, err)
 	}
+	s.forget()
 	return nk, secret, nil
 }
 

@@ -45,7 +45,7 @@ func (p paths) ModelPath(id string) (string, error) {
 }
 
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	url   string
 	key   string // an admin API key
 	mgr   *engine.Manager
@@ -55,7 +55,7 @@ type env struct {
 }
 
 // installTiny puts a tiny random model into the store under id.
-func installTiny(t *testing.T, store *models.Store, id string, seed int64) {
+func installTiny(t testing.TB, store *models.Store, id string, seed int64) {
 	t.Helper()
 	src := filepath.Join(t.TempDir(), id+".gguf")
 	if err := testmodel.Write(src, testmodel.Options{Seed: seed}); err != nil {
@@ -68,7 +68,7 @@ func installTiny(t *testing.T, store *models.Store, id string, seed int64) {
 
 // newEnv serves the API on the database SOVEREIGN_TEST_DB names ("sqlite",
 // the default, or "postgres"): `make test` runs this package on both.
-func newEnv(t *testing.T, store *models.Store, cfg engine.Config) *env {
+func newEnv(t testing.TB, store *models.Store, cfg engine.Config) *env {
 	kind := os.Getenv("SOVEREIGN_TEST_DB")
 	if kind == "" {
 		kind = "sqlite"
@@ -77,7 +77,7 @@ func newEnv(t *testing.T, store *models.Store, cfg engine.Config) *env {
 }
 
 // newEnvSpecs is newEnv with configured models (the YAML file's).
-func newEnvSpecs(t *testing.T, store *models.Store, cfg engine.Config, specs []catalog.Spec) *env {
+func newEnvSpecs(t testing.TB, store *models.Store, cfg engine.Config, specs []catalog.Spec) *env {
 	kind := os.Getenv("SOVEREIGN_TEST_DB")
 	if kind == "" {
 		kind = "sqlite"
@@ -87,11 +87,11 @@ func newEnvSpecs(t *testing.T, store *models.Store, cfg engine.Config, specs []c
 
 // newEnvWithDB serves the API over db with an engine for the models in
 // store, and bootstraps an admin key.
-func newEnvWithDB(t *testing.T, store *models.Store, cfg engine.Config, db sovstore.Store) *env {
+func newEnvWithDB(t testing.TB, store *models.Store, cfg engine.Config, db sovstore.Store) *env {
 	return newEnvFull(t, store, cfg, db, nil)
 }
 
-func newEnvFull(t *testing.T, store *models.Store, cfg engine.Config, db sovstore.Store, specs []catalog.Spec) *env {
+func newEnvFull(t testing.TB, store *models.Store, cfg engine.Config, db sovstore.Store, specs []catalog.Spec) *env {
 	t.Helper()
 	bus := events.NewBus()
 	sub := bus.Subscribe(256)
@@ -155,7 +155,7 @@ func (e *env) get(path string) *http.Response {
 	return resp
 }
 
-func tinyStore(t *testing.T, ids ...string) *models.Store {
+func tinyStore(t testing.TB, ids ...string) *models.Store {
 	store, err := models.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

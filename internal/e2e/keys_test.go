@@ -21,7 +21,7 @@ import (
 // openDatabase opens a fresh database of kind "sqlite" or "postgres" (a new
 // database on the server in SOVEREIGN_TEST_POSTGRES_URL, which `make test`
 // starts).
-func openDatabase(t *testing.T, kind string) store.Store {
+func openDatabase(t testing.TB, kind string) store.Store {
 	t.Helper()
 	ctx := context.Background()
 	if kind == "sqlite" {
