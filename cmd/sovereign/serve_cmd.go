@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -66,8 +67,16 @@ func serveCommand(args []string) error {
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg.LogLevel, os.Stderr)
+	logOut := newBufferedLog(os.Stderr)
+	defer logOut.Close()
+	log := newLogger(cfg.LogLevel, logOut)
 	slog.SetDefault(log)
+	if os.Getenv("GOGC") == "" {
+		// The server's live heap is small and its garbage is per request:
+		// collecting less often costs little memory and saves CPU and tail
+		// latency under load (measured by bench/gateway).
+		debug.SetGCPercent(400)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -139,6 +148,7 @@ func serveCommand(args []string) error {
 		go func() { errc <- srv.Serve(ln) }()
 	}
 	list := cat.List(ctx)
+	logOut.flush() // start-up log lines before the banner
 	fmt.Fprintf(os.Stderr, "Sovereign is listening on %s://%s (OpenAI base URL: %s://%s/v1)\n", scheme, ln.Addr(), scheme, ln.Addr())
 	fmt.Fprintf(os.Stderr, "Database: %s. Models (%s): %d", store.Redact(cfg.DatabaseURL), cfg.ModelsDir, len(list))
 	for _, m := range list {

@@ -215,8 +215,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) error {
 
 // sse writes Server-Sent Events the way OpenAI does.
 type sse struct {
-	w  http.ResponseWriter
-	rc *http.ResponseController
+	w   http.ResponseWriter
+	rc  *http.ResponseController
+	buf []byte
 }
 
 func startSSE(w http.ResponseWriter) *sse {
@@ -229,16 +230,28 @@ func startSSE(w http.ResponseWriter) *sse {
 	return &sse{w: w, rc: http.NewResponseController(w)}
 }
 
+// send writes one event and flushes it to the client.
 func (s *sse) send(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	if _, err := fmt.Fprintf(s.w, "data: %s\n\n", b); err != nil {
+	if err := s.write(v); err != nil {
 		return err
 	}
 	return s.rc.Flush()
 }
+
+// write writes one event without flushing; flush sends what was written.
+func (s *sse) write(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	s.buf = append(s.buf[:0], "data: "...)
+	s.buf = append(s.buf, b...)
+	s.buf = append(s.buf, "\n\n"...)
+	_, err = s.w.Write(s.buf)
+	return err
+}
+
+func (s *sse) flush() error { return s.rc.Flush() }
 
 func (s *sse) done() error {
 	if _, err := fmt.Fprint(s.w, "data: [DONE]\n\n"); err != nil {

@@ -63,7 +63,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := startSSE(w)
 	for i := range streams {
-		if err := out.send(cs.First(i)); err != nil {
+		if err := out.write(cs.First(i)); err != nil {
 			return err
 		}
 	}
@@ -73,15 +73,25 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 			return out.fail(ev.err)
 		}
 		for _, c := range cs.Chunks(ev.Event, ev.index) {
-			if err := out.send(c); err != nil {
+			if err := out.write(c); err != nil {
 				return err // client went away; closing the streams cancels generation
 			}
 		}
 		if ev.Done {
 			usages[ev.index] = ev.Usage
 		}
+		// Chunks already waiting go out in one write; the stream is flushed
+		// whenever the next event is not there yet, so nothing is held back.
 		var ok bool
-		if ev, ok = <-events; !ok {
+		select {
+		case ev, ok = <-events:
+		default:
+			if err := out.flush(); err != nil {
+				return err
+			}
+			ev, ok = <-events
+		}
+		if !ok {
 			break
 		}
 	}
@@ -127,7 +137,7 @@ type indexedEvent struct {
 // merge interleaves the events of several streams as they arrive; the
 // channel closes after every stream has finished or one has failed.
 func merge(ctx context.Context, streams []inference.Stream) <-chan indexedEvent {
-	out := make(chan indexedEvent)
+	out := make(chan indexedEvent, 16)
 	var wg sync.WaitGroup
 	for i, st := range streams {
 		wg.Add(1)
