@@ -25,7 +25,7 @@ CGO_ENV    = CGO_ENABLED=1 \
 	CGO_CFLAGS="-O3 -march=$(MARCH)" CGO_CXXFLAGS="-O3 -march=$(MARCH)"
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run models test test-go test-sdk bench fmt vet clean deps
+.PHONY: all build run models test test-go test-sdk bench bench-gateway fmt vet clean deps
 
 all: build
 
@@ -76,6 +76,10 @@ test-sdk:
 
 bench: models
 	@SOVEREIGN_MODELS_DIR="$(MODELS_DIR)" bash bench/engine/run.sh
+	@bash bench/gateway/run.sh
+
+bench-gateway: build
+	@bash bench/gateway/run.sh
 
 fmt:
 	@gofmt -l -w $$(git ls-files '*.go')
