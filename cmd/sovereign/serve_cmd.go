@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"syscall"
 	"time"
@@ -71,6 +72,14 @@ func serveCommand(args []string) error {
 	defer logOut.Close()
 	log := newLogger(cfg.LogLevel, logOut)
 	slog.SetDefault(log)
+	if os.Getenv("GOMAXPROCS") == "" {
+		// Half the CPUs (at least one) for the API server: its work is
+		// short and I/O bound, and with a thread per CPU the Go scheduler's
+		// wake-ups cost more CPU and tail latency than they save on a small
+		// machine it shares with model runners (measured by bench/gateway).
+		// GOMAXPROCS overrides; runner processes are not affected.
+		runtime.GOMAXPROCS(max(1, runtime.GOMAXPROCS(0)/2))
+	}
 	if os.Getenv("GOGC") == "" {
 		// The server's live heap is small and its garbage is per request:
 		// collecting less often costs little memory and saves CPU and tail
