@@ -167,8 +167,13 @@ func (s *Server) handle(scope auth.Scope, h handlerFunc) http.Handler {
 			return
 		}
 		if rw.wrote {
-			// Streaming already started; the handler reported in-band.
-			s.Log.Warn("request failed after response started", "path", r.URL.Path, "err", err)
+			// Streaming already started; the handler reported in-band. The
+			// access log line records the failure.
+			if info, ok := r.Context().Value(infoCtx).(*requestInfo); ok {
+				info.failed = err
+			} else {
+				s.Log.Warn("request failed after response started", "path", r.URL.Path, "err", err)
+			}
 			return
 		}
 		e := apierr.Write(rw, err)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -279,5 +281,50 @@ func TestPanicBecomes500Envelope(t *testing.T) {
 	resp, body := do(t, srv, "POST", "/v1/chat/completions", "sk-sov-admin", `{"model":"chat","messages":[{"role":"user","content":"x"}]}`)
 	if resp.StatusCode != 500 || errCode(body) != "internal_error" {
 		t.Fatalf("panic: %d %v", resp.StatusCode, body)
+	}
+}
+
+// failingStream yields one event, then fails.
+type failingStream struct{ sent bool }
+
+func (f *failingStream) Recv() (inference.Event, error) {
+	if !f.sent {
+		f.sent = true
+		return inference.Event{Text: "partial"}, nil
+	}
+	return inference.Event{}, &inference.UpstreamError{Kind: inference.UpstreamTimeout, Message: "the upstream stalled"}
+}
+func (f *failingStream) Close() error { return nil }
+
+// TestStreamFailureIsLoggedAsFailed checks that a stream that breaks after
+// its 200 ends with an in-band error event and that the access log says it
+// failed.
+func TestStreamFailureIsLoggedAsFailed(t *testing.T) {
+	var logs bytes.Buffer
+	s := &Server{
+		Backend: fakeBackend{complete: func(context.Context, inference.CompletionRequest) (inference.Stream, error) {
+			return &failingStream{}, nil
+		}},
+		Models: fakeCatalog{},
+		Auth: fakeAuth{authenticate: func(context.Context, string) (auth.Key, error) {
+			return auth.Key{ID: "key_inf", Scopes: []auth.Scope{auth.ScopeInference}}, nil
+		}},
+		Log: slog.New(slog.NewJSONHandler(&logs, nil)),
+	}
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	resp, _ := do(t, srv, "POST", "/v1/chat/completions", "sk-sov-x", `{"model":"chat","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	var line map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["msg"] == "request" {
+			line = m
+		}
+	}
+	if line == nil || line["outcome"] != "failed_after_start" || !strings.Contains(fmt.Sprint(line["error"]), "stalled") || line["level"] != "WARN" {
+		t.Fatalf("access log: %s", logs.String())
 	}
 }

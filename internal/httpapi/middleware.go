@@ -30,6 +30,9 @@ const (
 // requestInfo carries what inner handlers learn back to the access log.
 type requestInfo struct {
 	key *auth.Key
+	// failed is the error that ended a response after it had started (a
+	// stream that broke): the status says 200, the log says what happened.
+	failed error
 }
 
 // KeyFrom returns the authenticated key of the request, if any.
@@ -111,6 +114,11 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		attrs := []any{"request_id", id, "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration_ms", d.Milliseconds()}
 		if k := info.key; k != nil {
 			attrs = append(attrs, "key_id", k.ID, "team_id", k.TeamID)
+		}
+		if info.failed != nil {
+			attrs = append(attrs, "outcome", "failed_after_start", "error", info.failed.Error())
+			s.Log.Warn("request", attrs...)
+			return
 		}
 		s.Log.Info("request", attrs...)
 	})
