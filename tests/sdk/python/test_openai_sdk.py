@@ -312,6 +312,40 @@ def test_models_retrieve(client: OpenAI) -> None:
     assert m.owned_by
 
 
+def test_models_retrieve_catalog_fields(client: OpenAI) -> None:
+    # Sovereign's catalog fields ride along as extra fields of the SDK's Model.
+    _ask(client, "Say hi.", max_tokens=4)
+    m = client.models.retrieve(CHAT_MODEL).to_dict()
+    assert m["backend"] == "local"
+    assert "chat" in m["capabilities"]
+    assert m["context_length"] > 0 and m["quantization"]
+    assert m["status"] in ("available", "loading", "ready")
+    assert m["stats"]["window"] == "1h"
+    assert m["stats"]["requests"] >= 1
+    assert m["stats"]["latency_p50_ms"] > 0
+
+
+def test_compare_through_the_sdk_client(client: OpenAI) -> None:
+    # Not an OpenAI endpoint: reached with the SDK's generic post.
+    out = client.post(
+        "/models/compare",
+        body={
+            "models": [CHAT_MODEL, "no-such-model"],
+            "messages": [{"role": "user", "content": "What is the capital of France?"}],
+            "max_tokens": 16,
+            "temperature": 0,
+        },
+        cast_to=object,
+    )
+    assert out["object"] == "model.comparison"
+    ok, bad = out["results"]
+    assert ok["model"] == CHAT_MODEL and ok["status"] == "succeeded"
+    assert "Paris" in ok["output"]["content"]
+    assert ok["usage"]["completion_tokens"] > 0
+    assert 0 < ok["ttft_ms"] <= ok["latency_ms"]
+    assert bad["status"] == "failed" and bad["error"]["error"]["code"] == "model_not_found"
+
+
 def test_models_retrieve_unknown(client: OpenAI) -> None:
     with pytest.raises(openai.NotFoundError) as exc:
         client.models.retrieve("no-such-model")
