@@ -328,3 +328,36 @@ func TestStreamFailureIsLoggedAsFailed(t *testing.T) {
 		t.Fatalf("access log: %s", logs.String())
 	}
 }
+
+// rerankBackend answers rerank with unsorted results.
+type rerankBackend struct{ fakeBackend }
+
+func (rerankBackend) Rerank(_ context.Context, req inference.RerankRequest) (inference.RerankResponse, error) {
+	return inference.RerankResponse{Results: []inference.RerankResult{{Index: 0, RelevanceScore: 0.1}, {Index: 2, RelevanceScore: 0.9}, {Index: 1, RelevanceScore: 0.5}}, PromptTokens: 7}, nil
+}
+
+func TestRerankSortsAndCuts(t *testing.T) {
+	fakeModels = append(fakeModels, catalog.Model{ID: "rr", Backend: "upstream", Capabilities: []string{"rerank"}})
+	defer func() { fakeModels = fakeModels[:len(fakeModels)-1] }()
+	s := &Server{Backend: rerankBackend{}, Models: fakeCatalog{}, Auth: fakeAuth{authenticate: func(context.Context, string) (auth.Key, error) {
+		return auth.Key{ID: "k", Scopes: []auth.Scope{auth.ScopeInference}}, nil
+	}}}
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	resp, body := do(t, srv, "POST", "/v1/rerank", "sk-sov-x", `{"model":"rr","query":"q","documents":["a",{"text":"b"},"c"],"top_n":2}`)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %v", resp.StatusCode, body)
+	}
+	res := body["results"].([]any)
+	if len(res) != 2 || res[0].(map[string]any)["index"] != 2.0 || res[1].(map[string]any)["index"] != 1.0 ||
+		res[0].(map[string]any)["document"].(map[string]any)["text"] != "c" || body["usage"].(map[string]any)["prompt_tokens"] != 7.0 {
+		t.Fatalf("%v", body)
+	}
+	// A model without the capability, and a bad document, are 400s.
+	if resp, _ := do(t, srv, "POST", "/v1/rerank", "sk-sov-x", `{"model":"chat","query":"q","documents":["a"]}`); resp.StatusCode != 400 {
+		t.Fatalf("no capability: %d", resp.StatusCode)
+	}
+	if resp, body := do(t, srv, "POST", "/v1/rerank", "sk-sov-x", `{"model":"rr","query":"q","documents":[3]}`); resp.StatusCode != 400 || errCode(body) != "invalid_request_error" {
+		t.Fatalf("bad document: %d %v", resp.StatusCode, body)
+	}
+}
