@@ -2,7 +2,9 @@
 #
 #   make run     build, fetch the default models if missing, start the server
 #   make test    install what tests need and run every test suite
-#   make bench   engine benchmark against llama-cpp-python (prints a table)
+#   make bench   engine benchmark against llama-cpp-python, then gateway overhead
+#                against LiteLLM and Portkey (each prints a table)
+#   make bench-gateway   the gateway benchmark alone
 #
 # MARCH picks the CPU the llama.cpp kernels are compiled for: "native" (this
 # machine, fastest) or a portable level such as x86-64-v3 for a binary that
