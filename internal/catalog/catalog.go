@@ -223,7 +223,7 @@ func (c *Catalog) rebuild(ctx context.Context) error {
 		if installed == nil {
 			return fmt.Errorf("listing installed models: %w", err)
 		}
-		c.cfg.Log.Warn("some installed models are unreadable and left out", "err", err)
+		c.warnOnce("(installed models)", err)
 	}
 	var stored []StoredSpec
 	if c.cfg.Specs != nil {
@@ -327,8 +327,9 @@ func (c *Catalog) rebuild(ctx context.Context) error {
 	return nil
 }
 
-// warnOnce logs a stored configuration that is skipped, once per distinct
-// reason.
+// warnOnce logs a stored configuration that is skipped (or, for the id
+// "(installed models)", unreadable installed models), once per distinct
+// reason, so the periodic refresh does not repeat it.
 func (c *Catalog) warnOnce(id string, err error) {
 	c.warnMu.Lock()
 	defer c.warnMu.Unlock()
@@ -339,6 +340,10 @@ func (c *Catalog) warnOnce(id string, err error) {
 		return
 	}
 	c.warned[id] = err.Error()
+	if id == "(installed models)" {
+		c.cfg.Log.Warn("some installed models are unreadable and left out", "err", err)
+		return
+	}
 	c.cfg.Log.Warn("skipping a stored model configuration; fix it with PATCH or remove it with DELETE /v1/models/"+id, "model", id, "err", err)
 }
 
