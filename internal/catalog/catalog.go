@@ -223,7 +223,7 @@ func (c *Catalog) rebuild(ctx context.Context) error {
 		if installed == nil {
 			return fmt.Errorf("listing installed models: %w", err)
 		}
-		c.warnOnce("(installed models)", err)
+		c.warnOnce("installed", err, "some installed models are unreadable and left out")
 	}
 	var stored []StoredSpec
 	if c.cfg.Specs != nil {
@@ -266,7 +266,7 @@ func (c *Catalog) rebuild(ctx context.Context) error {
 			serr = apply(s, SourceAPI, st.CreatedAt)
 		}
 		if serr != nil {
-			c.warnOnce(st.ID, serr)
+			c.warnOnce("spec:"+st.ID, serr, "skipping a stored model configuration; fix it with PATCH or remove it with DELETE /v1/models/"+st.ID, "model", st.ID)
 		}
 	}
 	for _, s := range c.cfg.Configured {
@@ -327,24 +327,19 @@ func (c *Catalog) rebuild(ctx context.Context) error {
 	return nil
 }
 
-// warnOnce logs a stored configuration that is skipped (or, for the id
-// "(installed models)", unreadable installed models), once per distinct
-// reason, so the periodic refresh does not repeat it.
-func (c *Catalog) warnOnce(id string, err error) {
+// warnOnce logs msg unless the same error was last logged under key, so
+// that the periodic refresh does not repeat a warning.
+func (c *Catalog) warnOnce(key string, err error, msg string, attrs ...any) {
 	c.warnMu.Lock()
 	defer c.warnMu.Unlock()
 	if c.warned == nil {
 		c.warned = map[string]string{}
 	}
-	if c.warned[id] == err.Error() {
+	if c.warned[key] == err.Error() {
 		return
 	}
-	c.warned[id] = err.Error()
-	if id == "(installed models)" {
-		c.cfg.Log.Warn("some installed models are unreadable and left out", "err", err)
-		return
-	}
-	c.cfg.Log.Warn("skipping a stored model configuration; fix it with PATCH or remove it with DELETE /v1/models/"+id, "model", id, "err", err)
+	c.warned[key] = err.Error()
+	c.cfg.Log.Warn(msg, append(attrs, "err", err)...)
 }
 
 func remoteKey(s Spec) string {
