@@ -13,6 +13,7 @@ import (
 
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
+	"github.com/sovereign-ai/sovereign/internal/sources"
 	"github.com/sovereign-ai/sovereign/internal/postgres"
 	"github.com/sovereign-ai/sovereign/internal/sqlite"
 )
@@ -22,6 +23,7 @@ import (
 type Store interface {
 	auth.KeyStore
 	catalog.SpecStore
+	sources.Store
 	io.Closer
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
+	"github.com/sovereign-ai/sovereign/internal/sources"
 )
 
 // Run runs the suite. open must return a fresh, empty, migrated store for
@@ -39,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T) auth.KeyStore) {
 		{"ConcurrentWrites", testConcurrentWrites},
 		{"Service", testService},
 		{"ModelSpecs", testModelSpecs},
+		{"Sources", testSources},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -554,4 +556,117 @@ func testModelSpecs(t *testing.T, ks auth.KeyStore) {
 	if list, _ := s.ListModelSpecs(ctx); len(list) != 1 {
 		t.Fatalf("after delete: %v", list)
 	}
+}
+
+// testSources checks the sources.Store side: collections, documents,
+// chunks with embeddings, keyword search and cascading deletes.
+func testSources(t *testing.T, ks auth.KeyStore) {
+	s, ok := ks.(sources.Store)
+	if !ok {
+		t.Fatalf("%T does not implement sources.Store", ks)
+	}
+	ctx := context.Background()
+	mustTeam(t, ks, team("team_a", "a", at(0)))
+	mustTeam(t, ks, team("team_b", "b", at(0)))
+	col := func(id, teamID, name string) sources.Collection {
+		return sources.Collection{ID: id, TeamID: teamID, Name: name, EmbeddingModel: "emb", Metadata: map[string]any{"k": "v"}, CreatedAt: at(time.Minute)}
+	}
+	for _, c := range []sources.Collection{col("col_1", "team_a", "docs"), col("col_2", "team_a", "other"), col("col_3", "team_b", "docs")} {
+		if err := s.CreateCollection(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantErr(t, "duplicate name", s.CreateCollection(ctx, col("col_4", "team_a", "docs")), sources.ErrConflict)
+	wantErr(t, "unknown team", s.CreateCollection(ctx, col("col_5", "team_x", "z")), sources.ErrNotFound)
+	if list, err := s.ListCollections(ctx, "team_a"); err != nil || len(list) != 2 || list[0].ID != "col_1" || list[0].Metadata["k"] != "v" {
+		t.Fatalf("list: %+v %v", list, err)
+	}
+
+	doc := func(id, colID, text string) sources.Document {
+		return sources.Document{ID: id, CollectionID: colID, Title: "T " + id, Format: "text", Status: sources.StatusProcessing, Text: text, Chars: len([]rune(text)), CreatedAt: at(time.Hour), UpdatedAt: at(time.Hour)}
+	}
+	d1 := doc("doc_1", "col_1", "The zorblat engine runs on purple coolant. Ünïcode words too.")
+	d2 := doc("doc_2", "col_1", "Quantum gardening needs patience.")
+	d3 := doc("doc_3", "col_2", "The zorblat engine in another collection.")
+	for _, d := range []sources.Document{d1, d2, d3} {
+		if err := s.CreateDocument(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantErr(t, "document in unknown collection", s.CreateDocument(ctx, doc("doc_x", "col_x", "x")), sources.ErrNotFound)
+	got, err := s.GetDocument(ctx, "doc_1")
+	if err != nil || got.Text != d1.Text || got.Status != sources.StatusProcessing || !got.CreatedAt.Equal(at(time.Hour)) {
+		t.Fatalf("get document: %+v %v", got, err)
+	}
+	ready, progress, n := sources.StatusReady, 1.0, 1
+	if err := s.UpdateDocument(ctx, "doc_1", sources.DocumentUpdate{Status: &ready, Progress: &progress, ChunkCount: &n}, at(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "update unknown", s.UpdateDocument(ctx, "doc_x", sources.DocumentUpdate{Status: &ready}, at(0)), sources.ErrNotFound)
+	if list, err := s.ListDocuments(ctx, "col_1"); err != nil || len(list) != 2 || list[0].Status != sources.StatusReady || list[0].Text != "" || !list[0].UpdatedAt.Equal(at(2*time.Hour)) {
+		t.Fatalf("list documents: %+v %v", list, err)
+	}
+
+	chunk := func(d sources.Document, seq int, text string, v []float32) sources.Chunk {
+		return sources.Chunk{DocumentID: d.ID, CollectionID: d.CollectionID, Seq: seq, Start: 0, End: len([]rune(text)), Text: text, Embedding: v}
+	}
+	ids, err := s.AddChunks(ctx, []sources.Chunk{
+		chunk(d1, 0, "The zorblat engine runs on purple coolant.", []float32{1, 0, -0.5}),
+		chunk(d1, 1, "Ünïcode words too.", []float32{0, 1, 0}),
+		chunk(d2, 0, "Quantum gardening needs patience.", nil),
+		chunk(d3, 0, "The zorblat engine in another collection.", []float32{0.5, 0.5, 0}),
+	})
+	if err != nil || len(ids) != 4 || ids[0] >= ids[1] {
+		t.Fatalf("add chunks: %v %v", ids, err)
+	}
+	if _, err := s.AddChunks(ctx, []sources.Chunk{chunk(doc("doc_x", "col_1", ""), 0, "x", nil)}); !errors.Is(err, sources.ErrNotFound) {
+		t.Fatalf("chunk of unknown document: %v", err)
+	}
+	cs, err := s.GetChunks(ctx, []int64{ids[1], ids[0], 999999})
+	if err != nil || len(cs) != 2 || cs[0].ID != ids[0] || cs[0].Embedding[2] != -0.5 || cs[1].Text != "Ünïcode words too." {
+		t.Fatalf("get chunks: %+v %v", cs, err)
+	}
+	var embedded []int64
+	if err := s.CollectionEmbeddings(ctx, "col_1", func(id int64, v []float32) error { embedded = append(embedded, id); return nil }); err != nil || len(embedded) != 2 {
+		t.Fatalf("embeddings: %v %v", embedded, err)
+	}
+
+	// Keyword search: per collection, any word, accents folded, no syntax.
+	hits, err := s.KeywordSearch(ctx, []string{"col_1"}, "ZORBLAT coolant?", 10)
+	if err != nil || len(hits) != 1 || hits[0].ChunkID != ids[0] || hits[0].Score <= 0 {
+		t.Fatalf("keyword: %+v %v", hits, err)
+	}
+	if hits, _ := s.KeywordSearch(ctx, []string{"col_1", "col_2"}, "zorblat", 10); len(hits) != 2 {
+		t.Fatalf("two collections: %+v", hits)
+	}
+	if hits, _ := s.KeywordSearch(ctx, []string{"col_1"}, "unicode", 10); len(hits) != 1 || hits[0].ChunkID != ids[1] {
+		t.Fatalf("diacritics: %+v", hits)
+	}
+	if hits, err := s.KeywordSearch(ctx, []string{"col_1"}, `") OR * NEAR( '|&!`, 10); err != nil || len(hits) != 0 {
+		t.Fatalf("syntax characters: %+v %v", hits, err)
+	}
+	if c, _ := s.GetCollection(ctx, "col_1"); c.DocumentCount != 2 || c.ChunkCount != 3 {
+		t.Fatalf("counts: %+v", c)
+	}
+
+	// Deleting a document removes its chunks from every index.
+	if err := s.DeleteDocument(ctx, "doc_1"); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "delete again", s.DeleteDocument(ctx, "doc_1"), sources.ErrNotFound)
+	if hits, _ := s.KeywordSearch(ctx, []string{"col_1"}, "zorblat unicode", 10); len(hits) != 0 {
+		t.Fatalf("deleted document still found: %+v", hits)
+	}
+	if cs, _ := s.GetChunks(ctx, ids[:2]); len(cs) != 0 {
+		t.Fatalf("deleted chunks: %+v", cs)
+	}
+	// Deleting a collection takes its documents and chunks.
+	if err := s.DeleteCollection(ctx, "col_2"); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "deleted collection's document", func() error { _, err := s.GetDocument(ctx, "doc_3"); return err }(), sources.ErrNotFound)
+	if hits, _ := s.KeywordSearch(ctx, []string{"col_2"}, "zorblat", 10); len(hits) != 0 {
+		t.Fatalf("deleted collection still found: %+v", hits)
+	}
+	wantErr(t, "get deleted collection", func() error { _, err := s.GetCollection(ctx, "col_2"); return err }(), sources.ErrNotFound)
 }

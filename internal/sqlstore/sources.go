@@ -1,0 +1,430 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+	"unicode"
+
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/sovereign-ai/sovereign/internal/sources"
+)
+
+// The collections, documents and chunks tables: the store side of
+// sources.Store.
+
+var _ sources.Store = (*Store)(nil)
+
+func jsonText(m map[string]any) string {
+	if len(m) == 0 {
+		return "{}"
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return "{}"
+	}
+	return string(b)
+}
+
+func parseJSONMap(s string) map[string]any {
+	var m map[string]any
+	if json.Unmarshal([]byte(s), &m) != nil || len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+// CreateCollection stores c. Errors: sources.ErrConflict when the team has
+// a collection of that name; sources.ErrNotFound when the team does not
+// exist.
+func (s *Store) CreateCollection(ctx context.Context, c sources.Collection) error {
+	_, err := s.db.ExecContext(ctx, s.rebind(`INSERT INTO collections (id, team_id, name, description, embedding_model, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`),
+		c.ID, c.TeamID, c.Name, c.Description, c.EmbeddingModel, jsonText(c.Metadata), s.timeValue(c.CreatedAt))
+	switch {
+	case err == nil:
+		return nil
+	case s.d.IsUniqueViolation != nil && s.d.IsUniqueViolation(err):
+		return s.errorf("collection %q: %w", c.Name, sources.ErrConflict)
+	case s.isForeignKey(err):
+		return s.errorf("team %q: %w", c.TeamID, sources.ErrNotFound)
+	}
+	return s.errorf("create collection: %w", err)
+}
+
+const collectionColumns = `c.id, c.team_id, c.name, c.description, c.embedding_model, c.metadata, c.created_at,
+	(SELECT COUNT(*) FROM documents d WHERE d.collection_id = c.id),
+	(SELECT COUNT(*) FROM chunks k WHERE k.collection_id = c.id)`
+
+func (s *Store) scanCollection(r scanner) (sources.Collection, error) {
+	var c sources.Collection
+	var meta string
+	var created TimeScanner
+	if err := r.Scan(&c.ID, &c.TeamID, &c.Name, &c.Description, &c.EmbeddingModel, &meta, &created, &c.DocumentCount, &c.ChunkCount); err != nil {
+		return c, err
+	}
+	c.Metadata = parseJSONMap(meta)
+	t, err := s.requiredTime(created)
+	c.CreatedAt = t
+	return c, err
+}
+
+// GetCollection returns the collection id with its counts. Errors:
+// sources.ErrNotFound.
+func (s *Store) GetCollection(ctx context.Context, id string) (sources.Collection, error) {
+	c, err := s.scanCollection(s.db.QueryRowContext(ctx, s.rebind(`SELECT `+collectionColumns+` FROM collections c WHERE c.id = ?`), id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, s.errorf("collection %q: %w", id, sources.ErrNotFound)
+	}
+	if err != nil {
+		return c, s.errorf("get collection: %w", err)
+	}
+	return c, nil
+}
+
+// ListCollections returns the team's collections, oldest first.
+func (s *Store) ListCollections(ctx context.Context, teamID string) ([]sources.Collection, error) {
+	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT `+collectionColumns+` FROM collections c WHERE c.team_id = ? ORDER BY c.created_at, c.id`), teamID)
+	if err != nil {
+		return nil, s.errorf("list collections: %w", err)
+	}
+	defer rows.Close()
+	out := []sources.Collection{}
+	for rows.Next() {
+		c, err := s.scanCollection(rows)
+		if err != nil {
+			return nil, s.errorf("list collections: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// DeleteCollection removes the collection with its documents and chunks.
+// Errors: sources.ErrNotFound.
+func (s *Store) DeleteCollection(ctx context.Context, id string) error {
+	return s.deleteOne(ctx, `DELETE FROM collections WHERE id = ?`, "collection", id)
+}
+
+func (s *Store) deleteOne(ctx context.Context, query, what, id string) error {
+	res, err := s.db.ExecContext(ctx, s.rebind(query), id)
+	if err != nil {
+		return s.errorf("delete %s: %w", what, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return s.errorf("%s %q: %w", what, id, sources.ErrNotFound)
+	}
+	return nil
+}
+
+// CreateDocument stores d. Errors: sources.ErrNotFound when its collection
+// does not exist.
+func (s *Store) CreateDocument(ctx context.Context, d sources.Document) error {
+	_, err := s.db.ExecContext(ctx, s.rebind(`INSERT INTO documents (id, collection_id, title, url, metadata, format, status, error, progress, text, chars, chunk_count, created_at, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		d.ID, d.CollectionID, d.Title, d.URL, jsonText(d.Metadata), d.Format, d.Status, d.Error, d.Progress, d.Text, d.Chars, d.ChunkCount,
+		s.timeValue(d.CreatedAt), s.timeValue(d.UpdatedAt))
+	if s.isForeignKey(err) {
+		return s.errorf("collection %q: %w", d.CollectionID, sources.ErrNotFound)
+	}
+	if err != nil {
+		return s.errorf("create document: %w", s.classify(err))
+	}
+	return nil
+}
+
+func (s *Store) scanDocument(r scanner, withText bool) (sources.Document, error) {
+	var d sources.Document
+	var meta string
+	var created, updated TimeScanner
+	dest := []any{&d.ID, &d.CollectionID, &d.Title, &d.URL, &meta, &d.Format, &d.Status, &d.Error, &d.Progress, &d.Chars, &d.ChunkCount, &created, &updated}
+	if withText {
+		dest = append(dest, &d.Text)
+	}
+	if err := r.Scan(dest...); err != nil {
+		return d, err
+	}
+	d.Metadata = parseJSONMap(meta)
+	var err error
+	if d.CreatedAt, err = s.requiredTime(created); err != nil {
+		return d, err
+	}
+	d.UpdatedAt, err = s.requiredTime(updated)
+	return d, err
+}
+
+const documentColumns = `id, collection_id, title, url, metadata, format, status, error, progress, chars, chunk_count, created_at, updated_at`
+
+// GetDocument returns the document id with its text. Errors:
+// sources.ErrNotFound.
+func (s *Store) GetDocument(ctx context.Context, id string) (sources.Document, error) {
+	d, err := s.scanDocument(s.db.QueryRowContext(ctx, s.rebind(`SELECT `+documentColumns+`, text FROM documents WHERE id = ?`), id), true)
+	if errors.Is(err, sql.ErrNoRows) {
+		return d, s.errorf("document %q: %w", id, sources.ErrNotFound)
+	}
+	if err != nil {
+		return d, s.errorf("get document: %w", err)
+	}
+	return d, nil
+}
+
+// ListDocuments returns the collection's documents without their text,
+// oldest first.
+func (s *Store) ListDocuments(ctx context.Context, collectionID string) ([]sources.Document, error) {
+	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT `+documentColumns+` FROM documents WHERE collection_id = ? ORDER BY created_at, id`), collectionID)
+	if err != nil {
+		return nil, s.errorf("list documents: %w", err)
+	}
+	defer rows.Close()
+	out := []sources.Document{}
+	for rows.Next() {
+		d, err := s.scanDocument(rows, false)
+		if err != nil {
+			return nil, s.errorf("list documents: %w", err)
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// UpdateDocument changes the document's processing state. Errors:
+// sources.ErrNotFound.
+func (s *Store) UpdateDocument(ctx context.Context, id string, u sources.DocumentUpdate, at time.Time) error {
+	sets := []string{"updated_at = ?"}
+	args := []any{s.timeValue(at)}
+	if u.Status != nil {
+		sets, args = append(sets, "status = ?"), append(args, *u.Status)
+	}
+	if u.Error != nil {
+		sets, args = append(sets, "error = ?"), append(args, *u.Error)
+	}
+	if u.Progress != nil {
+		sets, args = append(sets, "progress = ?"), append(args, *u.Progress)
+	}
+	if u.ChunkCount != nil {
+		sets, args = append(sets, "chunk_count = ?"), append(args, *u.ChunkCount)
+	}
+	res, err := s.db.ExecContext(ctx, s.rebind(`UPDATE documents SET `+strings.Join(sets, ", ")+` WHERE id = ?`), append(args, id)...)
+	if err != nil {
+		return s.errorf("update document: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return s.errorf("document %q: %w", id, sources.ErrNotFound)
+	}
+	return nil
+}
+
+// DeleteDocument removes the document; its chunks go with it, from the
+// keyword index too. Errors: sources.ErrNotFound.
+func (s *Store) DeleteDocument(ctx context.Context, id string) error {
+	return s.deleteOne(ctx, `DELETE FROM documents WHERE id = ?`, "document", id)
+}
+
+// encodeVector stores v as little-endian float32s.
+func encodeVector(v []float32) []byte {
+	if v == nil {
+		return nil
+	}
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}
+
+func decodeVector(b []byte) ([]float32, error) {
+	if len(b)%4 != 0 {
+		return nil, fmt.Errorf("stored embedding has %d bytes, not a multiple of 4", len(b))
+	}
+	if len(b) == 0 {
+		return nil, nil
+	}
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v, nil
+}
+
+// AddChunks stores chunks in one transaction and returns their ids in
+// order. Errors: sources.ErrNotFound when a chunk's document does not
+// exist.
+func (s *Store) AddChunks(ctx context.Context, chunks []sources.Chunk) ([]int64, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, s.errorf("add chunks: %w", err)
+	}
+	defer tx.Rollback()
+	insert := `INSERT INTO chunks (document_id, collection_id, seq, start_char, end_char, text, embedding) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`
+	if s.d.Placeholder == Dollar {
+		insert = `INSERT INTO chunks (document_id, collection_id, seq, start_char, end_char, text, embedding, search_text) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
+	}
+	stmt, err := tx.PrepareContext(ctx, s.rebind(insert))
+	if err != nil {
+		return nil, s.errorf("add chunks: %w", err)
+	}
+	defer stmt.Close()
+	ids := make([]int64, len(chunks))
+	for i, c := range chunks {
+		args := []any{c.DocumentID, c.CollectionID, c.Seq, c.Start, c.End, c.Text, encodeVector(c.Embedding)}
+		if s.d.Placeholder == Dollar {
+			args = append(args, fold(c.Text))
+		}
+		err := stmt.QueryRowContext(ctx, args...).Scan(&ids[i])
+		if s.isForeignKey(err) {
+			return nil, s.errorf("document %q: %w", c.DocumentID, sources.ErrNotFound)
+		}
+		if err != nil {
+			return nil, s.errorf("add chunks: %w", err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, s.errorf("add chunks: %w", err)
+	}
+	return ids, nil
+}
+
+// GetChunks returns the chunks with these ids (missing ones left out), in
+// id order, with their embeddings.
+func (s *Store) GetChunks(ctx context.Context, ids []int64) ([]sources.Chunk, error) {
+	if len(ids) == 0 {
+		return []sources.Chunk{}, nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT id, document_id, collection_id, seq, start_char, end_char, text, embedding FROM chunks WHERE id IN (`+placeholders(len(ids))+`) ORDER BY id`), args...)
+	if err != nil {
+		return nil, s.errorf("get chunks: %w", err)
+	}
+	defer rows.Close()
+	out := []sources.Chunk{}
+	for rows.Next() {
+		var c sources.Chunk
+		var emb []byte
+		if err := rows.Scan(&c.ID, &c.DocumentID, &c.CollectionID, &c.Seq, &c.Start, &c.End, &c.Text, &emb); err != nil {
+			return nil, s.errorf("get chunks: %w", err)
+		}
+		if c.Embedding, err = decodeVector(emb); err != nil {
+			return nil, s.errorf("chunk %d: %w", c.ID, err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// CollectionEmbeddings calls fn for each embedded chunk of the collection,
+// in id order; an error from fn stops the scan and is returned.
+func (s *Store) CollectionEmbeddings(ctx context.Context, collectionID string, fn func(id int64, v []float32) error) error {
+	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT id, embedding FROM chunks WHERE collection_id = ? AND embedding IS NOT NULL ORDER BY id`), collectionID)
+	if err != nil {
+		return s.errorf("collection embeddings: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var emb []byte
+		if err := rows.Scan(&id, &emb); err != nil {
+			return s.errorf("collection embeddings: %w", err)
+		}
+		v, err := decodeVector(emb)
+		if err != nil {
+			return s.errorf("chunk %d: %w", id, err)
+		}
+		if err := fn(id, v); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// maxQueryWords bounds the words a keyword query searches for.
+const maxQueryWords = 32
+
+// fold lower-cases s and removes diacritics (NFKD, combining marks
+// dropped), the way SQLite's unicode61 tokenizer with remove_diacritics
+// matches words; PostgreSQL indexes and queries folded text.
+func fold(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range norm.NFKD.String(strings.ToLower(s)) {
+		if !unicode.Is(unicode.Mn, r) {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// queryWords splits a query into distinct folded words of letters and
+// digits, so that no full-text query syntax reaches the database.
+func queryWords(q string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, w := range strings.FieldsFunc(fold(q), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) }) {
+		if !seen[w] {
+			seen[w] = true
+			out = append(out, w)
+			if len(out) == maxQueryWords {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// KeywordSearch returns up to k chunks of the collections matching any
+// word of query, best first: BM25 over SQLite FTS5, or ts_rank_cd over
+// PostgreSQL full-text search.
+func (s *Store) KeywordSearch(ctx context.Context, collectionIDs []string, query string, k int) ([]sources.KeywordHit, error) {
+	words := queryWords(query)
+	if len(words) == 0 || len(collectionIDs) == 0 || k <= 0 {
+		return []sources.KeywordHit{}, nil
+	}
+	var q string
+	var args []any
+	if s.d.Placeholder == Dollar {
+		q = `SELECT id, ts_rank_cd(tsv, to_tsquery('simple', ?)) AS score FROM chunks
+			WHERE tsv @@ to_tsquery('simple', ?) AND collection_id IN (` + placeholders(len(collectionIDs)) + `)
+			ORDER BY score DESC, id LIMIT ?`
+		tsq := strings.Join(words, " | ")
+		args = append(args, tsq, tsq)
+	} else {
+		quoted := make([]string, len(words))
+		for i, w := range words {
+			quoted[i] = `"` + w + `"`
+		}
+		q = `SELECT c.id, -bm25(chunks_fts) AS score FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
+			WHERE chunks_fts MATCH ? AND c.collection_id IN (` + placeholders(len(collectionIDs)) + `)
+			ORDER BY score DESC, c.id LIMIT ?`
+		args = append(args, strings.Join(quoted, " OR "))
+	}
+	for _, id := range collectionIDs {
+		args = append(args, id)
+	}
+	args = append(args, k)
+	rows, err := s.db.QueryContext(ctx, s.rebind(q), args...)
+	if err != nil {
+		return nil, s.errorf("keyword search: %w", err)
+	}
+	defer rows.Close()
+	out := []sources.KeywordHit{}
+	for rows.Next() {
+		var h sources.KeywordHit
+		if err := rows.Scan(&h.ChunkID, &h.Score); err != nil {
+			return nil, s.errorf("keyword search: %w", err)
+		}
+		out = append(out, h)
+	}
+	return out, rows.Err()
+}
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
