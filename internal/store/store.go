@@ -13,8 +13,8 @@ import (
 
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
-	"github.com/sovereign-ai/sovereign/internal/sources"
 	"github.com/sovereign-ai/sovereign/internal/postgres"
+	"github.com/sovereign-ai/sovereign/internal/sources"
 	"github.com/sovereign-ai/sovereign/internal/sqlite"
 )
 
