@@ -118,6 +118,8 @@ type Store interface {
 	// AddChunks stores chunks of one document and returns their ids in
 	// order; the keyword index is updated in the same transaction.
 	AddChunks(ctx context.Context, chunks []Chunk) ([]int64, error)
+	// ChunkIDs returns the ids of a document's chunks.
+	ChunkIDs(ctx context.Context, documentID string) ([]int64, error)
 	// GetChunks returns chunks by id (missing ids are left out), with
 	// their embeddings.
 	GetChunks(ctx context.Context, ids []int64) ([]Chunk, error)

@@ -290,6 +290,24 @@ func (s *Store) AddChunks(ctx context.Context, chunks []sources.Chunk) ([]int64,
 	return ids, nil
 }
 
+// ChunkIDs returns the ids of the document's chunks, in order.
+func (s *Store) ChunkIDs(ctx context.Context, documentID string) ([]int64, error) {
+	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT id FROM chunks WHERE document_id = ? ORDER BY seq`), documentID)
+	if err != nil {
+		return nil, s.errorf("chunk ids: %w", err)
+	}
+	defer rows.Close()
+	out := []int64{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, s.errorf("chunk ids: %w", err)
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
 // GetChunks returns the chunks with these ids (missing ones left out), in
 // id order, with their embeddings.
 func (s *Store) GetChunks(ctx context.Context, ids []int64) ([]sources.Chunk, error) {

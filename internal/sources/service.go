@@ -1,0 +1,352 @@
+package sources
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sovereign-ai/sovereign/internal/inference"
+)
+
+// Span is a byte range [Start, End) of a text, as a splitter returns it.
+type Span struct{ Start, End int }
+
+// Embedder computes embeddings (the inference backend).
+type Embedder interface {
+	Embed(ctx context.Context, req inference.EmbeddingRequest) (inference.EmbeddingResponse, error)
+}
+
+// VectorHit is a chunk found by vector search; higher Score is closer.
+type VectorHit struct {
+	ID    int64
+	Score float32
+}
+
+// Vectors is the approximate-nearest-neighbour index, one per collection.
+type Vectors interface {
+	Add(collection string, id int64, v []float32) error
+	Delete(collection string, ids ...int64)
+	DropCollection(collection string)
+	Search(collection string, q []float32, k int) []VectorHit
+}
+
+// Service ingests documents and searches collections.
+type Service struct {
+	Store   Store
+	Embed   Embedder
+	Vectors Vectors
+	// Split cuts a text into chunk spans (byte offsets).
+	Split func(text string) []Span
+	// DefaultEmbeddingModel is used for collections that name none.
+	DefaultEmbeddingModel string
+	// EmbedBatch is how many chunks go to the embedder at once (default 32).
+	EmbedBatch int
+	Log        *slog.Logger
+	Now        func() time.Time
+
+	wg sync.WaitGroup
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC().Truncate(time.Microsecond)
+	}
+	return time.Now().UTC().Truncate(time.Microsecond)
+}
+
+func (s *Service) log() *slog.Logger {
+	if s.Log != nil {
+		return s.Log
+	}
+	return slog.Default()
+}
+
+// NewID returns a random id with the prefix ("col_", "doc_").
+func NewID(prefix string) string {
+	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	var b [22]byte
+	rand.Read(b[:])
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return prefix + string(b[:])
+}
+
+// Wait blocks until background ingestion has finished (for shutdown and
+// tests).
+func (s *Service) Wait() { s.wg.Wait() }
+
+// Ingest stores d (status processing) and chunks, embeds and indexes its
+// text in the background; the document turns ready or failed, with
+// progress in between. d.Text must be valid UTF-8 and not empty.
+func (s *Service) Ingest(ctx context.Context, c Collection, d Document) (Document, error) {
+	if d.Text == "" || !utf8.ValidString(d.Text) {
+		return Document{}, errors.New("sources: a document needs non-empty UTF-8 text")
+	}
+	now := s.now()
+	d.ID, d.CollectionID, d.Status, d.Progress = NewID("doc_"), c.ID, StatusProcessing, 0
+	d.Chars = utf8.RuneCountInString(d.Text)
+	d.CreatedAt, d.UpdatedAt = now, now
+	if err := s.Store.CreateDocument(ctx, d); err != nil {
+		return Document{}, err
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		// Ingestion belongs to the document, not to the request.
+		bg := context.WithoutCancel(ctx)
+		if err := s.process(bg, c, d); err != nil {
+			s.log().Warn("document ingestion failed", "document", d.ID, "collection", c.ID, "err", err)
+			failed, msg := StatusFailed, err.Error()
+			s.Store.UpdateDocument(bg, d.ID, DocumentUpdate{Status: &failed, Error: &msg}, s.now())
+		}
+	}()
+	return d, nil
+}
+
+// process chunks, embeds and stores one document.
+func (s *Service) process(ctx context.Context, c Collection, d Document) error {
+	spans := s.Split(d.Text)
+	if len(spans) == 0 {
+		return errors.New("the document has no text to index")
+	}
+	// Byte offsets to character offsets, in one pass.
+	toChar := runeOffsets(d.Text)
+	chunks := make([]Chunk, len(spans))
+	for i, sp := range spans {
+		chunks[i] = Chunk{DocumentID: d.ID, CollectionID: c.ID, Seq: i, Start: toChar(sp.Start), End: toChar(sp.End), Text: d.Text[sp.Start:sp.End]}
+	}
+	batch := s.EmbedBatch
+	if batch <= 0 {
+		batch = 32
+	}
+	for i := 0; i < len(chunks); i += batch {
+		end := min(i+batch, len(chunks))
+		in := make([]string, end-i)
+		for j := range in {
+			in[j] = chunks[i+j].Text
+		}
+		res, err := s.Embed.Embed(ctx, inference.EmbeddingRequest{Model: c.EmbeddingModel, Input: in})
+		if err != nil {
+			return fmt.Errorf("embedding with %s: %w", c.EmbeddingModel, err)
+		}
+		if len(res.Embeddings) != len(in) {
+			return fmt.Errorf("embedding with %s: %d vectors for %d chunks", c.EmbeddingModel, len(res.Embeddings), len(in))
+		}
+		for j, v := range res.Embeddings {
+			chunks[i+j].Embedding = v
+		}
+		p := float64(end) / float64(len(chunks))
+		s.Store.UpdateDocument(ctx, d.ID, DocumentUpdate{Progress: &p}, s.now())
+	}
+	ids, err := s.Store.AddChunks(ctx, chunks)
+	if err != nil {
+		return err
+	}
+	for i, id := range ids {
+		if err := s.Vectors.Add(c.ID, id, chunks[i].Embedding); err != nil {
+			return err
+		}
+	}
+	ready, n, p := StatusReady, len(chunks), 1.0
+	return s.Store.UpdateDocument(ctx, d.ID, DocumentUpdate{Status: &ready, ChunkCount: &n, Progress: &p}, s.now())
+}
+
+// runeOffsets returns a function from byte offsets of text (ascending or
+// not) to character offsets.
+func runeOffsets(text string) func(int) int {
+	// Character index at each byte boundary; cheap for texts of a few MB.
+	idx := make([]int32, len(text)+1)
+	n := int32(0)
+	for i := range text {
+		idx[i] = n
+		n++
+	}
+	idx[len(text)] = n
+	// Bytes inside a multi-byte rune map to the rune's index (never used
+	// by a splitter that cuts on boundaries).
+	for i := 1; i < len(text); i++ {
+		if !utf8.RuneStart(text[i]) {
+			idx[i] = idx[i-1]
+		}
+	}
+	return func(b int) int { return int(idx[b]) }
+}
+
+// DeleteDocument removes a document and its chunks from the store (and
+// so from keyword search) and from the vector index.
+func (s *Service) DeleteDocument(ctx context.Context, d Document) error {
+	ids, err := s.Store.ChunkIDs(ctx, d.ID)
+	if err != nil {
+		return err
+	}
+	if err := s.Store.DeleteDocument(ctx, d.ID); err != nil {
+		return err
+	}
+	s.Vectors.Delete(d.CollectionID, ids...)
+	return nil
+}
+
+// DeleteCollection removes a collection with its documents, chunks and
+// vector index.
+func (s *Service) DeleteCollection(ctx context.Context, id string) error {
+	if err := s.Store.DeleteCollection(ctx, id); err != nil {
+		return err
+	}
+	s.Vectors.DropCollection(id)
+	return nil
+}
+
+// LoadIndex fills the vector index of a collection from the store (at
+// start-up).
+func (s *Service) LoadIndex(ctx context.Context, collectionID string) error {
+	return s.Store.CollectionEmbeddings(ctx, collectionID, func(id int64, v []float32) error {
+		return s.Vectors.Add(collectionID, id, v)
+	})
+}
+
+// Search finds the chunks of the collections that best answer query:
+// vector search (the query embedded with each collection's model) and
+// keyword search, each asked for 4k candidates, fused by reciprocal rank
+// fusion; the best k come back with their documents.
+func (s *Service) Search(ctx context.Context, cols []Collection, query string, k int) ([]Hit, error) {
+	if k <= 0 || len(cols) == 0 {
+		return []Hit{}, nil
+	}
+	cand := 4 * k
+	// Vector candidates: embed once per embedding model.
+	type scored struct {
+		id    int64
+		score float32
+	}
+	var vec []scored
+	byModel := map[string][]Collection{}
+	for _, c := range cols {
+		byModel[c.EmbeddingModel] = append(byModel[c.EmbeddingModel], c)
+	}
+	vecScore := map[int64]float32{}
+	for model, cs := range byModel {
+		res, err := s.Embed.Embed(ctx, inference.EmbeddingRequest{Model: model, Input: []string{query}})
+		if err != nil {
+			return nil, fmt.Errorf("embedding the query with %s: %w", model, err)
+		}
+		if len(res.Embeddings) != 1 {
+			return nil, fmt.Errorf("embedding the query with %s: no vector", model)
+		}
+		for _, c := range cs {
+			for _, h := range s.Vectors.Search(c.ID, res.Embeddings[0], cand) {
+				vec = append(vec, scored{h.ID, h.Score})
+				vecScore[h.ID] = h.Score
+			}
+		}
+	}
+	sort.Slice(vec, func(i, j int) bool { return vec[i].score > vec[j].score || vec[i].score == vec[j].score && vec[i].id < vec[j].id })
+	if len(vec) > cand {
+		vec = vec[:cand]
+	}
+	ids := make([]string, len(cols))
+	for i, c := range cols {
+		ids[i] = c.ID
+	}
+	kw, err := s.Store.KeywordSearch(ctx, ids, query, cand)
+	if err != nil {
+		return nil, err
+	}
+	kwScore := map[int64]float64{}
+	vecList, kwList := make([]int64, len(vec)), make([]int64, len(kw))
+	for i, v := range vec {
+		vecList[i] = v.id
+	}
+	for i, h := range kw {
+		kwList[i] = h.ChunkID
+		kwScore[h.ChunkID] = h.Score
+	}
+	fused := Fuse(vecList, kwList)
+	if len(fused) > k {
+		fused = fused[:k]
+	}
+	want := make([]int64, len(fused))
+	for i, f := range fused {
+		want[i] = f.ID
+	}
+	chunks, err := s.Store.GetChunks(ctx, want)
+	if err != nil {
+		return nil, err
+	}
+	byID := map[int64]Chunk{}
+	for _, c := range chunks {
+		c.Embedding = nil
+		byID[c.ID] = c
+	}
+	docs := map[string]Document{}
+	out := make([]Hit, 0, len(fused))
+	for _, f := range fused {
+		c, ok := byID[f.ID]
+		if !ok {
+			continue // deleted meanwhile
+		}
+		d, ok := docs[c.DocumentID]
+		if !ok {
+			if d, err = s.Store.GetDocument(ctx, c.DocumentID); err != nil {
+				continue
+			}
+			d.Text = ""
+			docs[c.DocumentID] = d
+		}
+		h := Hit{Chunk: c, Score: f.Score, Document: d}
+		if v, ok := vecScore[f.ID]; ok {
+			h.Vector = &v
+		}
+		if v, ok := kwScore[f.ID]; ok {
+			h.Keyword = &v
+		}
+		out = append(out, h)
+	}
+	return out, nil
+}
+
+// Hit is one search result.
+type Hit struct {
+	Chunk    Chunk
+	Score    float64 // the fused (or reranked) score, higher is better
+	Vector   *float32
+	Keyword  *float64
+	Document Document // without Text
+}
+
+// rrfK is reciprocal rank fusion's constant (Cormack et al. use 60).
+const rrfK = 60
+
+// Fuse merges ranked lists of chunk ids by reciprocal rank fusion:
+// score(id) = Σ 1/(rrfK + rank), ranks from 1. Ties break by id.
+func Fuse(lists ...[]int64) []FusedID {
+	score := map[int64]float64{}
+	for _, l := range lists {
+		for r, id := range l {
+			score[id] += 1 / float64(rrfK+r+1)
+		}
+	}
+	out := make([]FusedID, 0, len(score))
+	for id, sc := range score {
+		out = append(out, FusedID{ID: id, Score: sc})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Score != out[j].Score {
+			return out[i].Score > out[j].Score
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+// FusedID is a chunk id with its fused score.
+type FusedID struct {
+	ID    int64
+	Score float64
+}

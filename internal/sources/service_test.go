@@ -1,0 +1,211 @@
+package sources_test
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"math"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/auth"
+	"github.com/sovereign-ai/sovereign/internal/inference"
+	"github.com/sovereign-ai/sovereign/internal/sources"
+	"github.com/sovereign-ai/sovereign/internal/sqlite"
+)
+
+// hashEmbedder embeds text as a normalised bag of hashed words: texts that
+// share words are close. fail makes it return an error.
+type hashEmbedder struct{ fail bool }
+
+func (h hashEmbedder) Embed(_ context.Context, req inference.EmbeddingRequest) (inference.EmbeddingResponse, error) {
+	if h.fail {
+		return inference.EmbeddingResponse{}, errors.New("embedder down")
+	}
+	var out inference.EmbeddingResponse
+	for _, in := range req.Input {
+		v := make([]float32, 64)
+		for _, w := range strings.Fields(strings.ToLower(in)) {
+			f := fnv.New32a()
+			f.Write([]byte(strings.Trim(w, ".,?!")))
+			v[f.Sum32()%64]++
+		}
+		var n float64
+		for _, x := range v {
+			n += float64(x * x)
+		}
+		for i := range v {
+			v[i] /= float32(math.Sqrt(n))
+		}
+		out.Embeddings = append(out.Embeddings, v)
+	}
+	return out, nil
+}
+
+// exactVectors is an exact in-memory Vectors.
+type exactVectors struct {
+	mu sync.Mutex
+	m  map[string]map[int64][]float32
+}
+
+func (x *exactVectors) Add(col string, id int64, v []float32) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.m == nil {
+		x.m = map[string]map[int64][]float32{}
+	}
+	if x.m[col] == nil {
+		x.m[col] = map[int64][]float32{}
+	}
+	x.m[col][id] = v
+	return nil
+}
+func (x *exactVectors) Delete(col string, ids ...int64) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, id := range ids {
+		delete(x.m[col], id)
+	}
+}
+func (x *exactVectors) DropCollection(col string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	delete(x.m, col)
+}
+func (x *exactVectors) Search(col string, q []float32, k int) []sources.VectorHit {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var out []sources.VectorHit
+	for id, v := range x.m[col] {
+		var d float32
+		for i := range v {
+			d += v[i] * q[i]
+		}
+		out = append(out, sources.VectorHit{ID: id, Score: d})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Score > out[j].Score })
+	if len(out) > k {
+		out = out[:k]
+	}
+	return out
+}
+
+// sentences splits on ". ".
+func sentences(text string) []sources.Span {
+	var out []sources.Span
+	start := 0
+	for i := 0; i < len(text); i++ {
+		if text[i] == '.' {
+			out = append(out, sources.Span{Start: start, End: i + 1})
+			start = i + 1
+			for start < len(text) && text[start] == ' ' {
+				start++
+			}
+			i = start - 1
+		}
+	}
+	if start < len(text) {
+		out = append(out, sources.Span{Start: start, End: len(text)})
+	}
+	return out
+}
+
+func newService(t *testing.T, emb sources.Embedder) (*sources.Service, sources.Collection) {
+	t.Helper()
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	ctx := context.Background()
+	if err := st.CreateTeam(ctx, auth.Team{ID: "team_a", Name: "a", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	c := sources.Collection{ID: sources.NewID("col_"), TeamID: "team_a", Name: "facts", EmbeddingModel: "emb", CreatedAt: time.Now()}
+	if err := st.CreateCollection(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	return &sources.Service{Store: st, Embed: emb, Vectors: &exactVectors{}, Split: sentences, EmbedBatch: 2}, c
+}
+
+func TestIngestSearchDelete(t *testing.T) {
+	ctx := context.Background()
+	svc, c := newService(t, hashEmbedder{})
+	docs := map[string]string{
+		"zorblat": "Ünïcode prelude for offsets. The zorblat engine runs on purple coolant. It was built in Qarth.",
+		"garden":  "Quantum gardening needs patience. Tomatoes grow in the dark.",
+		"ships":   "Sky ships float on helium. Their captains sing at dawn.",
+	}
+	ids := map[string]string{}
+	for title, text := range docs {
+		d, err := svc.Ingest(ctx, c, sources.Document{Title: title, Format: "text", Text: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Status != sources.StatusProcessing {
+			t.Fatalf("status %s", d.Status)
+		}
+		ids[title] = d.ID
+	}
+	svc.Wait()
+	for title, id := range ids {
+		d, err := svc.Store.GetDocument(ctx, id)
+		if err != nil || d.Status != sources.StatusReady || d.Progress != 1 || d.ChunkCount < 2 {
+			t.Fatalf("%s: %+v %v", title, d, err)
+		}
+	}
+	hits, err := svc.Search(ctx, []sources.Collection{c}, "What coolant does the zorblat engine use?", 3)
+	if err != nil || len(hits) == 0 {
+		t.Fatalf("search: %v %v", hits, err)
+	}
+	top := hits[0]
+	if top.Document.ID != ids["zorblat"] || !strings.Contains(top.Chunk.Text, "purple coolant") || top.Vector == nil || top.Keyword == nil {
+		t.Fatalf("top hit: %+v", top)
+	}
+	// Offsets are characters into the document's text.
+	d, _ := svc.Store.GetDocument(ctx, ids["zorblat"])
+	if got := string([]rune(d.Text)[top.Chunk.Start:top.Chunk.End]); got != top.Chunk.Text {
+		t.Fatalf("offsets [%d,%d) give %q, chunk is %q", top.Chunk.Start, top.Chunk.End, got, top.Chunk.Text)
+	}
+	// Deleting the document removes it from both searches.
+	if err := svc.DeleteDocument(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	hits, _ = svc.Search(ctx, []sources.Collection{c}, "zorblat engine purple coolant", 5)
+	for _, h := range hits {
+		if h.Document.ID == ids["zorblat"] {
+			t.Fatalf("deleted document found: %+v", h)
+		}
+	}
+}
+
+func TestIngestFailureIsRecorded(t *testing.T) {
+	ctx := context.Background()
+	svc, c := newService(t, hashEmbedder{fail: true})
+	d, err := svc.Ingest(ctx, c, sources.Document{Title: "x", Format: "text", Text: "One. Two."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.Wait()
+	got, _ := svc.Store.GetDocument(ctx, d.ID)
+	if got.Status != sources.StatusFailed || !strings.Contains(got.Error, "embedder down") {
+		t.Fatalf("%+v", got)
+	}
+	if _, err := svc.Ingest(ctx, c, sources.Document{Text: ""}); err == nil {
+		t.Fatal("empty text accepted")
+	}
+}
+
+func TestFuse(t *testing.T) {
+	f := sources.Fuse([]int64{1, 2, 3}, []int64{3, 1, 4})
+	if f[0].ID != 1 || f[1].ID != 3 || f[2].ID != 2 || f[3].ID != 4 {
+		t.Fatalf("%+v", f)
+	}
+	if math.Abs(f[0].Score-(1.0/61+1.0/62)) > 1e-12 {
+		t.Fatalf("score %v", f[0].Score)
+	}
+}
