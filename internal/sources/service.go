@@ -246,7 +246,9 @@ func (s *Service) Search(ctx context.Context, cols []Collection, query string, k
 			}
 		}
 	}
-	sort.Slice(vec, func(i, j int) bool { return vec[i].score > vec[j].score || vec[i].score == vec[j].score && vec[i].id < vec[j].id })
+	sort.Slice(vec, func(i, j int) bool {
+		return vec[i].score > vec[j].score || vec[i].score == vec[j].score && vec[i].id < vec[j].id
+	})
 	if len(vec) > cand {
 		vec = vec[:cand]
 	}
