@@ -32,6 +32,14 @@ type Server struct {
 	Auth Authenticator
 	// Keys administers keys and teams (the /v1/keys and /v1/teams routes).
 	Keys KeyAdmin
+	// Sources serves collections, documents and search (nil: those routes
+	// answer 404).
+	Sources Sources
+	// Extract reads uploaded files (nil: uploads are refused).
+	Extract Extractor
+	// DefaultEmbeddingModel is a new collection's embedding model when the
+	// request names none.
+	DefaultEmbeddingModel string
 	// Metrics, when set, records requests and tokens and serves /metrics.
 	Metrics *metrics.Metrics
 	// Ready reports whether the server can serve (GET /readyz); nil: ready.
@@ -103,6 +111,15 @@ func (s *Server) routes() []apiRoute {
 		{"POST /v1/keys/{id}/rotate", auth.ScopeAdmin, s.rotateKey},
 		{"POST /v1/teams", auth.ScopeAdmin, s.createTeam},
 		{"GET /v1/teams", auth.ScopeAdmin, s.listTeams},
+		{"POST /v1/collections", sourcesScope, s.createCollection},
+		{"GET /v1/collections", sourcesScope, s.listCollections},
+		{"GET /v1/collections/{id}", sourcesScope, s.getCollection},
+		{"DELETE /v1/collections/{id}", sourcesScope, s.deleteCollection},
+		{"POST /v1/collections/{id}/documents", sourcesScope, s.createDocument},
+		{"GET /v1/collections/{id}/documents", sourcesScope, s.listDocuments},
+		{"GET /v1/collections/{id}/documents/{doc}", sourcesScope, s.getDocument},
+		{"DELETE /v1/collections/{id}/documents/{doc}", sourcesScope, s.deleteDocument},
+		{"POST /v1/collections/{id}/search", sourcesScope, s.searchCollection},
 	}
 }
 

@@ -352,3 +352,37 @@ type FusedID struct {
 	ID    int64
 	Score float64
 }
+
+// CreateCollection stores a new collection for c.TeamID, filling its id,
+// creation time and (when empty) the default embedding model. Errors:
+// ErrConflict for a name the team already uses.
+func (s *Service) CreateCollection(ctx context.Context, c Collection) (Collection, error) {
+	c.ID, c.CreatedAt = NewID("col_"), s.now()
+	if c.EmbeddingModel == "" {
+		c.EmbeddingModel = s.DefaultEmbeddingModel
+	}
+	if err := s.Store.CreateCollection(ctx, c); err != nil {
+		return Collection{}, err
+	}
+	return c, nil
+}
+
+// GetCollection returns a collection with its counts (ErrNotFound).
+func (s *Service) GetCollection(ctx context.Context, id string) (Collection, error) {
+	return s.Store.GetCollection(ctx, id)
+}
+
+// ListCollections returns a team's collections.
+func (s *Service) ListCollections(ctx context.Context, teamID string) ([]Collection, error) {
+	return s.Store.ListCollections(ctx, teamID)
+}
+
+// GetDocument returns a document with its text (ErrNotFound).
+func (s *Service) GetDocument(ctx context.Context, id string) (Document, error) {
+	return s.Store.GetDocument(ctx, id)
+}
+
+// ListDocuments returns a collection's documents without their text.
+func (s *Service) ListDocuments(ctx context.Context, collectionID string) ([]Document, error) {
+	return s.Store.ListDocuments(ctx, collectionID)
+}
