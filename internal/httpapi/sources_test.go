@@ -1,0 +1,128 @@
+package httpapi
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/sovereign-ai/sovereign/internal/auth"
+	"github.com/sovereign-ai/sovereign/internal/catalog"
+	"github.com/sovereign-ai/sovereign/internal/sources"
+)
+
+// memSources is a function-field-free in-memory Sources for routing tests.
+type memSources struct {
+	cols map[string]sources.Collection
+	docs map[string]sources.Document
+}
+
+func (m *memSources) CreateCollection(_ context.Context, c sources.Collection) (sources.Collection, error) {
+	for _, o := range m.cols {
+		if o.TeamID == c.TeamID && o.Name == c.Name {
+			return c, sources.ErrConflict
+		}
+	}
+	c.ID = sources.NewID("col_")
+	m.cols[c.ID] = c
+	return c, nil
+}
+func (m *memSources) GetCollection(_ context.Context, id string) (sources.Collection, error) {
+	c, ok := m.cols[id]
+	if !ok {
+		return c, sources.ErrNotFound
+	}
+	return c, nil
+}
+func (m *memSources) ListCollections(_ context.Context, team string) ([]sources.Collection, error) {
+	var out []sources.Collection
+	for _, c := range m.cols {
+		if c.TeamID == team {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+func (m *memSources) DeleteCollection(_ context.Context, id string) error { delete(m.cols, id); return nil }
+func (m *memSources) Ingest(_ context.Context, c sources.Collection, d sources.Document) (sources.Document, error) {
+	d.ID, d.CollectionID, d.Status = sources.NewID("doc_"), c.ID, sources.StatusProcessing
+	m.docs[d.ID] = d
+	return d, nil
+}
+func (m *memSources) GetDocument(_ context.Context, id string) (sources.Document, error) {
+	d, ok := m.docs[id]
+	if !ok {
+		return d, sources.ErrNotFound
+	}
+	return d, nil
+}
+func (m *memSources) ListDocuments(context.Context, string) ([]sources.Document, error) {
+	return nil, nil
+}
+func (m *memSources) DeleteDocument(_ context.Context, d sources.Document) error {
+	delete(m.docs, d.ID)
+	return nil
+}
+func (m *memSources) Search(_ context.Context, cols []sources.Collection, q string, k int) ([]sources.Hit, error) {
+	return []sources.Hit{{Chunk: sources.Chunk{ID: 7, DocumentID: "doc_x", CollectionID: cols[0].ID, Text: "t", Start: 0, End: 1}, Score: 0.5}}, nil
+}
+
+func TestCollectionsAreTeamScoped(t *testing.T) {
+	fakeModels = append(fakeModels, catalog.Model{ID: "all-minilm-l6-v2", Capabilities: []string{"embeddings"}})
+	defer func() { fakeModels = fakeModels[:len(fakeModels)-1] }()
+	teams := map[string]string{"sk-sov-a": "team_a", "sk-sov-b": "team_b"}
+	s := &Server{Models: fakeCatalog{}, Sources: &memSources{cols: map[string]sources.Collection{}, docs: map[string]sources.Document{}},
+		DefaultEmbeddingModel: "all-minilm-l6-v2",
+		Auth: fakeAuth{authenticate: func(_ context.Context, secret string) (auth.Key, error) {
+			if t, ok := teams[secret]; ok {
+				return auth.Key{ID: "k_" + t, TeamID: t, Scopes: []auth.Scope{auth.ScopeInference}}, nil
+			}
+			return auth.Key{}, auth.ErrInvalidKey
+		}}}
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+
+	resp, col := do(t, srv, "POST", "/v1/collections", "sk-sov-a", `{"name":"facts"}`)
+	if resp.StatusCode != 201 || col["embedding_model"] != "all-minilm-l6-v2" || col["object"] != "collection" {
+		t.Fatalf("create: %d %v", resp.StatusCode, col)
+	}
+	id := col["id"].(string)
+	if resp, _ := do(t, srv, "POST", "/v1/collections", "sk-sov-a", `{"name":"facts"}`); resp.StatusCode != 409 {
+		t.Fatalf("duplicate: %d", resp.StatusCode)
+	}
+	if resp, body := do(t, srv, "POST", "/v1/collections", "sk-sov-a", `{"name":"x","embedding_model":"chat"}`); resp.StatusCode != 400 || errCode(body) != "invalid_request_error" {
+		t.Fatalf("chat model as embedder: %d %v", resp.StatusCode, body)
+	}
+	resp, doc := do(t, srv, "POST", "/v1/collections/"+id+"/documents", "sk-sov-a", `{"title":"T","text":"hello"}`)
+	if resp.StatusCode != 202 || doc["status"] != "processing" {
+		t.Fatalf("document: %d %v", resp.StatusCode, doc)
+	}
+	docID := doc["id"].(string)
+	if resp, _ := do(t, srv, "POST", "/v1/collections/"+id+"/documents", "sk-sov-a", `{"text":"  "}`); resp.StatusCode != 400 {
+		t.Fatalf("empty text: %d", resp.StatusCode)
+	}
+	if resp, _ := do(t, srv, "POST", "/v1/collections/"+id+"/search", "sk-sov-a", `{"query":"hello","top_k":3}`); resp.StatusCode != 200 {
+		t.Fatalf("search: %d", resp.StatusCode)
+	}
+	// Team B sees none of it: every route answers 404, and its list is empty.
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/v1/collections/" + id, ""},
+		{"DELETE", "/v1/collections/" + id, ""},
+		{"POST", "/v1/collections/" + id + "/search", `{"query":"hello"}`},
+		{"POST", "/v1/collections/" + id + "/documents", `{"text":"x"}`},
+		{"GET", "/v1/collections/" + id + "/documents", ""},
+		{"GET", "/v1/collections/" + id + "/documents/" + docID, ""},
+		{"DELETE", "/v1/collections/" + id + "/documents/" + docID, ""},
+	} {
+		if resp, body := do(t, srv, c.method, c.path, "sk-sov-b", c.body); resp.StatusCode != 404 || errCode(body) != "not_found" {
+			t.Errorf("team B %s %s: %d %v", c.method, c.path, resp.StatusCode, body)
+		}
+	}
+	if _, list := do(t, srv, "GET", "/v1/collections", "sk-sov-b", ""); len(list["data"].([]any)) != 0 {
+		t.Fatalf("team B list: %v", list)
+	}
+	// A document id from another collection is not found under this one.
+	_, other := do(t, srv, "POST", "/v1/collections", "sk-sov-a", `{"name":"other"}`)
+	if resp, _ := do(t, srv, "GET", "/v1/collections/"+other["id"].(string)+"/documents/"+docID, "sk-sov-a", ""); resp.StatusCode != 404 {
+		t.Fatalf("document through another collection: %d", resp.StatusCode)
+	}
+}
