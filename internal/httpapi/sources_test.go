@@ -42,7 +42,10 @@ func (m *memSources) ListCollections(_ context.Context, team string) ([]sources.
 	}
 	return out, nil
 }
-func (m *memSources) DeleteCollection(_ context.Context, id string) error { delete(m.cols, id); return nil }
+func (m *memSources) DeleteCollection(_ context.Context, id string) error {
+	delete(m.cols, id)
+	return nil
+}
 func (m *memSources) Ingest(_ context.Context, c sources.Collection, d sources.Document) (sources.Document, error) {
 	d.ID, d.CollectionID, d.Status = sources.NewID("doc_"), c.ID, sources.StatusProcessing
 	m.docs[d.ID] = d
