@@ -50,7 +50,21 @@ type Service struct {
 	Log        *slog.Logger
 	Now        func() time.Time
 
-	wg sync.WaitGroup
+	wg     sync.WaitGroup
+	loaded sync.Map // collection id → *sync.Once: vector index filled from the store
+}
+
+// ensureIndex fills a collection's vector index from the store the first
+// time this process touches the collection (after a restart the index
+// starts empty; the store holds the embeddings).
+func (s *Service) ensureIndex(ctx context.Context, collectionID string) error {
+	v, _ := s.loaded.LoadOrStore(collectionID, &sync.Once{})
+	var err error
+	v.(*sync.Once).Do(func() { err = s.LoadIndex(context.WithoutCancel(ctx), collectionID) })
+	if err != nil {
+		s.loaded.Delete(collectionID) // try again next time
+	}
+	return err
 }
 
 func (s *Service) now() time.Time {
@@ -145,6 +159,9 @@ func (s *Service) process(ctx context.Context, c Collection, d Document) error {
 		p := float64(end) / float64(len(chunks))
 		s.Store.UpdateDocument(ctx, d.ID, DocumentUpdate{Progress: &p}, s.now())
 	}
+	if err := s.ensureIndex(ctx, c.ID); err != nil {
+		return err
+	}
 	ids, err := s.Store.AddChunks(ctx, chunks)
 	if err != nil {
 		return err
@@ -200,6 +217,7 @@ func (s *Service) DeleteCollection(ctx context.Context, id string) error {
 		return err
 	}
 	s.Vectors.DropCollection(id)
+	s.loaded.Delete(id)
 	return nil
 }
 
@@ -240,6 +258,9 @@ func (s *Service) Search(ctx context.Context, cols []Collection, query string, k
 			return nil, fmt.Errorf("embedding the query with %s: no vector", model)
 		}
 		for _, c := range cs {
+			if err := s.ensureIndex(ctx, c.ID); err != nil {
+				return nil, err
+			}
 			for _, h := range s.Vectors.Search(c.ID, res.Embeddings[0], cand) {
 				vec = append(vec, scored{h.ID, h.Score})
 				vecScore[h.ID] = h.Score

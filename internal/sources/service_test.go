@@ -166,6 +166,11 @@ func TestIngestSearchDelete(t *testing.T) {
 	if top.Document.ID != ids["zorblat"] || !strings.Contains(top.Chunk.Text, "purple coolant") || top.Vector == nil || top.Keyword == nil {
 		t.Fatalf("top hit: %+v", top)
 	}
+	// A restarted server (fresh, empty vector index) fills it from the store.
+	fresh := &sources.Service{Store: svc.Store, Embed: svc.Embed, Vectors: &exactVectors{}, Split: sentences}
+	if again, err := fresh.Search(ctx, []sources.Collection{c}, "What coolant does the zorblat engine use?", 3); err != nil || again[0].Chunk.ID != top.Chunk.ID || again[0].Vector == nil {
+		t.Fatalf("after restart: %+v %v", again, err)
+	}
 	// Offsets are characters into the document's text.
 	d, _ := svc.Store.GetDocument(ctx, ids["zorblat"])
 	if got := string([]rune(d.Text)[top.Chunk.Start:top.Chunk.End]); got != top.Chunk.Text {
