@@ -8,6 +8,7 @@ require (
 	github.com/ollama/ollama v0.17.4
 	github.com/pressly/goose/v3 v3.29.0
 	github.com/prometheus/client_golang v1.25.0
+	gonum.org/v1/gonum v0.15.0
 	gopkg.in/yaml.v3 v3.0.1
 	modernc.org/sqlite v1.61.1
 )
