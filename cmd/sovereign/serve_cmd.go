@@ -25,8 +25,12 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/metrics"
 	"github.com/sovereign-ai/sovereign/internal/models"
+	"github.com/sovereign-ai/sovereign/internal/sources"
 	"github.com/sovereign-ai/sovereign/internal/store"
 )
+
+// defaultEmbeddingModel embeds collections that name no model.
+const defaultEmbeddingModel = "all-minilm-l6-v2"
 
 // pathsOf lets the engine find GGUF files through the model catalog,
 // which is built after the engine (the catalog routes to the engine).
@@ -126,6 +130,7 @@ func serveCommand(args []string) error {
 	shuttingDown := make(chan struct{})
 	api := &httpapi.Server{
 		Backend: cat, Models: cat, Log: log,
+		Sources: sources.New(db, cat, defaultEmbeddingModel, log), Extract: extractFile, DefaultEmbeddingModel: defaultEmbeddingModel,
 		Auth: keys, Keys: keys, Metrics: met, MaxBody: cfg.MaxBodyBytes,
 		Ready: func(ctx context.Context) error {
 			select {

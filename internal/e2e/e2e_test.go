@@ -24,11 +24,13 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/engine"
 	"github.com/sovereign-ai/sovereign/internal/events"
+	"github.com/sovereign-ai/sovereign/internal/extract"
 	"github.com/sovereign-ai/sovereign/internal/gguf/testmodel"
 	"github.com/sovereign-ai/sovereign/internal/httpapi"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/metrics"
 	"github.com/sovereign-ai/sovereign/internal/models"
+	"github.com/sovereign-ai/sovereign/internal/sources"
 	sovstore "github.com/sovereign-ai/sovereign/internal/store"
 	"github.com/sovereign-ai/sovereign/internal/testutil"
 )
@@ -115,7 +117,12 @@ func newEnvFull(t testing.TB, store *models.Store, cfg engine.Config, db sovstor
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := &httpapi.Server{Backend: cat, Models: cat, Auth: keys, Keys: keys, Metrics: metrics.New(nil)}
+	api := &httpapi.Server{Backend: cat, Models: cat, Auth: keys, Keys: keys, Metrics: metrics.New(nil),
+		Sources: sources.New(db, cat, "all-minilm-l6-v2", nil), DefaultEmbeddingModel: "all-minilm-l6-v2",
+		Extract: func(name, ctype string, data []byte) (string, string, string, error) {
+			d, err := extract.Extract(name, ctype, data)
+			return d.Text, d.Title, d.Format, err
+		}}
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(func() {
 		srv.Close()

@@ -11,7 +11,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sovereign-ai/sovereign/internal/chunk"
 	"github.com/sovereign-ai/sovereign/internal/inference"
+	"github.com/sovereign-ai/sovereign/internal/vector"
 )
 
 // Span is a byte range [Start, End) of a text, as a splitter returns it.
@@ -406,4 +408,40 @@ func (s *Service) GetDocument(ctx context.Context, id string) (Document, error) 
 // ListDocuments returns a collection's documents without their text.
 func (s *Service) ListDocuments(ctx context.Context, collectionID string) ([]Document, error) {
 	return s.Store.ListDocuments(ctx, collectionID)
+}
+
+// New returns a Service over store that embeds with embed, indexes vectors
+// in per-collection HNSW indexes (internal/vector) and chunks with
+// internal/chunk's defaults.
+func New(store Store, embed Embedder, defaultEmbeddingModel string, log *slog.Logger) *Service {
+	return &Service{Store: store, Embed: embed, Vectors: vectorSet{vector.NewSet(vector.Options{})}, Split: SplitText,
+		DefaultEmbeddingModel: defaultEmbeddingModel, Log: log}
+}
+
+// vectorSet adapts internal/vector's Set to Vectors.
+type vectorSet struct{ s *vector.Set }
+
+func (v vectorSet) Add(collection string, id int64, vec []float32) error {
+	return v.s.Add(collection, id, vec)
+}
+func (v vectorSet) Delete(collection string, ids ...int64) { v.s.Delete(collection, ids...) }
+func (v vectorSet) DropCollection(collection string)       { v.s.Drop(collection) }
+func (v vectorSet) Search(collection string, q []float32, k int) []VectorHit {
+	hits := v.s.Search(collection, q, k)
+	out := make([]VectorHit, len(hits))
+	for i, h := range hits {
+		out[i] = VectorHit{ID: h.ID, Score: h.Score}
+	}
+	return out
+}
+
+// SplitText cuts a document into chunks with internal/chunk's default
+// sizes.
+func SplitText(text string) []Span {
+	cs := chunk.Split(text, chunk.Options{})
+	out := make([]Span, len(cs))
+	for i, c := range cs {
+		out[i] = Span{Start: c.Start, End: c.End}
+	}
+	return out
 }
