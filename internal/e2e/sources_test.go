@@ -96,8 +96,8 @@ func TestCollectionsIngestSearchDelete(t *testing.T) {
 		return out["data"].([]any)
 	}
 	for q, want := range map[string]string{
-		"What fuel does the zorblat engine use?":   "zorblat",
-		"when do quantum tomatoes become ripe":     "garden",
+		"What fuel does the zorblat engine use?":    "zorblat",
+		"when do quantum tomatoes become ripe":      "garden",
 		"How are the Velorian airships kept aloft?": "ships",
 	} {
 		hits := search(q)
