@@ -218,7 +218,10 @@ func (x *Index) Add(id int64, v []float32) error {
 }
 
 // Delete removes the vectors of ids. Ids that are not in the index are
-// ignored.
+// ignored. A deleted vector stays in the graph as a tombstone; once the
+// tombstones outnumber the live vectors, the Delete (or Add) that tipped the
+// balance rebuilds the graph from the live ones, holding off searches
+// meanwhile (about as long as adding them all again).
 func (x *Index) Delete(ids ...int64) {
 	if len(ids) == 0 {
 		return
