@@ -33,7 +33,9 @@ all: build
 
 deps:
 	@$(GO) mod download
-	@test -n "$(OLLAMA_DIR)" || { echo "could not locate the github.com/ollama/ollama module"; exit 1; }
+	@# Checked in the shell: make expands a recipe before running it, so
+	@# $(OLLAMA_DIR) would be read before the download on a fresh machine.
+	@test -n "$$($(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama 2>/dev/null)" || { echo "could not locate the github.com/ollama/ollama module"; exit 1; }
 
 # The first build compiles llama.cpp and ggml (about 3 minutes on 2 cores);
 # later builds are cached.
