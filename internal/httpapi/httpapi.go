@@ -40,6 +40,9 @@ type Server struct {
 	// DefaultEmbeddingModel is a new collection's embedding model when the
 	// request names none.
 	DefaultEmbeddingModel string
+	// DefaultRerankModel serves "rerank": true in searches and completions
+	// with sources ("": such requests must name a model).
+	DefaultRerankModel string
 	// Metrics, when set, records requests and tokens and serves /metrics.
 	Metrics *metrics.Metrics
 	// Ready reports whether the server can serve (GET /readyz); nil: ready.

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,7 +27,7 @@ type Sources interface {
 	GetDocument(ctx context.Context, id string) (sources.Document, error)
 	ListDocuments(ctx context.Context, collectionID string) ([]sources.Document, error)
 	DeleteDocument(ctx context.Context, d sources.Document) error
-	Search(ctx context.Context, cols []sources.Collection, query string, k int) ([]sources.Hit, error)
+	Search(ctx context.Context, cols []sources.Collection, query string, o sources.SearchOptions) ([]sources.Hit, error)
 }
 
 // Extractor turns an uploaded file into text: its title (if it has one)
@@ -362,6 +363,52 @@ func (s *Server) deleteDocument(w http.ResponseWriter, r *http.Request) error {
 type searchRequest struct {
 	Query string `json:"query"`
 	TopK  *int   `json:"top_k"`
+	// Mode is hybrid (default), vector or keyword.
+	Mode string `json:"mode"`
+	// Rerank is true (the deployment's default reranker), false, or a
+	// rerank model's id.
+	Rerank json.RawMessage `json:"rerank"`
+}
+
+// searchOptions validates the retrieval parameters shared by search and
+// completions with sources.
+func (s *Server) searchOptions(w http.ResponseWriter, r *http.Request, topK *int, mode string, rerank json.RawMessage) (sources.SearchOptions, error) {
+	o := sources.SearchOptions{TopK: 10, Mode: mode}
+	if topK != nil {
+		if *topK < 1 || *topK > maxTopK {
+			return o, apierr.Invalid("top_k", fmt.Sprintf("'top_k' must be between 1 and %d", maxTopK))
+		}
+		o.TopK = *topK
+	}
+	switch mode {
+	case "", sources.ModeHybrid, sources.ModeVector, sources.ModeKeyword:
+	default:
+		return o, apierr.Invalid("mode", "'mode' must be one of hybrid, vector, keyword")
+	}
+	model := ""
+	switch v := strings.TrimSpace(string(rerank)); {
+	case v == "" || v == "null" || v == "false":
+	case v == "true":
+		if s.DefaultRerankModel == "" {
+			return o, apierr.Invalid("rerank", "this deployment has no rerank model; name one, or leave 'rerank' out")
+		}
+		model = s.DefaultRerankModel
+	default:
+		if err := json.Unmarshal(rerank, &model); err != nil || model == "" {
+			return o, apierr.Invalid("rerank", "'rerank' must be a boolean or the id of a rerank model")
+		}
+	}
+	if model != "" {
+		m, err := s.model(w, r, model, "rerank")
+		if err != nil {
+			if e := (*apierr.Error)(nil); errors.As(err, &e) && e.Param == "model" {
+				e.Param = "rerank"
+			}
+			return o, err
+		}
+		o.RerankModel = m.ID
+	}
+	return o, nil
 }
 
 // SearchResult is one chunk found by POST /v1/collections/{id}/search.
@@ -378,6 +425,7 @@ type SearchResult struct {
 	Score        float64  `json:"score"`
 	VectorScore  *float32 `json:"vector_score"`
 	KeywordScore *float64 `json:"keyword_score"`
+	RerankScore  *float64 `json:"rerank_score,omitempty"`
 }
 
 // ChunkRef is the public id of a chunk.
@@ -397,15 +445,12 @@ func (s *Server) searchCollection(w http.ResponseWriter, r *http.Request) error 
 	if strings.TrimSpace(req.Query) == "" {
 		return apierr.Invalid("query", "'query' must be a non-empty string")
 	}
-	k := 10
-	if req.TopK != nil {
-		if *req.TopK < 1 || *req.TopK > maxTopK {
-			return apierr.Invalid("top_k", fmt.Sprintf("'top_k' must be between 1 and %d", maxTopK))
-		}
-		k = *req.TopK
+	o, err := s.searchOptions(w, r, req.TopK, req.Mode, req.Rerank)
+	if err != nil {
+		return err
 	}
 	start := time.Now()
-	hits, err := s.Sources.Search(r.Context(), []sources.Collection{c}, req.Query, k)
+	hits, err := s.Sources.Search(r.Context(), []sources.Collection{c}, req.Query, o)
 	if err != nil {
 		return err
 	}
@@ -413,7 +458,7 @@ func (s *Server) searchCollection(w http.ResponseWriter, r *http.Request) error 
 	for i, h := range hits {
 		data[i] = SearchResult{Object: "search_result", ChunkID: ChunkRef(h.Chunk.ID), DocumentID: h.Chunk.DocumentID, CollectionID: h.Chunk.CollectionID,
 			Title: h.Document.Title, URL: h.Document.URL, Text: h.Chunk.Text, Start: h.Chunk.Start, End: h.Chunk.End,
-			Score: h.Score, VectorScore: h.Vector, KeywordScore: h.Keyword}
+			Score: h.Score, VectorScore: h.Vector, KeywordScore: h.Keyword, RerankScore: h.Rerank}
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data, "search_ms": float64(time.Since(start).Microseconds()) / 1000})
 }

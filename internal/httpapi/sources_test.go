@@ -65,7 +65,7 @@ func (m *memSources) DeleteDocument(_ context.Context, d sources.Document) error
 	delete(m.docs, d.ID)
 	return nil
 }
-func (m *memSources) Search(_ context.Context, cols []sources.Collection, q string, k int) ([]sources.Hit, error) {
+func (m *memSources) Search(_ context.Context, cols []sources.Collection, q string, o sources.SearchOptions) ([]sources.Hit, error) {
 	return []sources.Hit{{Chunk: sources.Chunk{ID: 7, DocumentID: "doc_x", CollectionID: cols[0].ID, Text: "t", Start: 0, End: 1}, Score: 0.5}}, nil
 }
 

@@ -43,6 +43,8 @@ type Service struct {
 	Store   Store
 	Embed   Embedder
 	Vectors Vectors
+	// Rerank serves SearchOptions.RerankModel (nil: reranking is refused).
+	Rerank Reranker
 	// Split cuts a text into chunk spans (byte offsets).
 	Split func(text string) []Span
 	// DefaultEmbeddingModel is used for collections that name none.
@@ -231,26 +233,124 @@ func (s *Service) LoadIndex(ctx context.Context, collectionID string) error {
 	})
 }
 
-// Search finds the chunks of the collections that best answer query:
-// vector search (the query embedded with each collection's model) and
-// keyword search, each asked for 4k candidates, fused by reciprocal rank
-// fusion; the best k come back with their documents.
-func (s *Service) Search(ctx context.Context, cols []Collection, query string, k int) ([]Hit, error) {
+// Search modes: which retrievers a search uses.
+const (
+	ModeHybrid  = "hybrid"  // vector and keyword search fused (the default)
+	ModeVector  = "vector"  // vector search alone
+	ModeKeyword = "keyword" // keyword search alone
+)
+
+// SearchOptions tune Search.
+type SearchOptions struct {
+	// TopK is how many hits to return.
+	TopK int
+	// Mode is ModeHybrid (default, also for ""), ModeVector or ModeKeyword.
+	Mode string
+	// RerankModel, when set, reorders the best candidates of the retrieval
+	// with this model (which must have the rerank capability).
+	RerankModel string
+	// RerankCandidates is how many retrieved candidates the reranker sees
+	// (default max(3·TopK, 20), at most 100).
+	RerankCandidates int
+}
+
+// Reranker scores documents against a query (the inference backend).
+type Reranker interface {
+	Rerank(ctx context.Context, req inference.RerankRequest) (inference.RerankResponse, error)
+}
+
+// ErrNoReranker is returned by Search when a rerank model is asked for and
+// the service has no Reranker.
+var ErrNoReranker = errors.New("sources: reranking is not available")
+
+// Search finds the chunks of the collections that best answer query.
+// Hybrid search runs vector search (the query embedded with each
+// collection's model) and keyword search, each asked for 4·k candidates
+// (k = TopK, or the rerank candidates), and fuses them by reciprocal rank
+// fusion. With a RerankModel the best candidates are then scored by the
+// reranker and ordered by that score. The best TopK come back with their
+// documents.
+func (s *Service) Search(ctx context.Context, cols []Collection, query string, o SearchOptions) ([]Hit, error) {
+	k := o.TopK
 	if k <= 0 || len(cols) == 0 {
 		return []Hit{}, nil
 	}
-	cand := 4 * k
-	// Vector candidates: embed once per embedding model.
-	type scored struct {
-		id    int64
-		score float32
+	want := k
+	if o.RerankModel != "" {
+		if s.Rerank == nil {
+			return nil, ErrNoReranker
+		}
+		want = o.RerankCandidates
+		if want <= 0 {
+			want = max(3*k, 20)
+		}
+		want = min(max(want, k), 100)
 	}
-	var vec []scored
+	cand := 4 * want
+	var vecList, kwList []int64
+	vecScore := map[int64]float32{}
+	kwScore := map[int64]float64{}
+	if o.Mode != ModeKeyword {
+		vec, err := s.vectorSearch(ctx, cols, query, cand)
+		if err != nil {
+			return nil, err
+		}
+		vecList = make([]int64, len(vec))
+		for i, v := range vec {
+			vecList[i] = v.ID
+			vecScore[v.ID] = v.Score
+		}
+	}
+	if o.Mode != ModeVector {
+		ids := make([]string, len(cols))
+		for i, c := range cols {
+			ids[i] = c.ID
+		}
+		kw, err := s.Store.KeywordSearch(ctx, ids, query, cand)
+		if err != nil {
+			return nil, err
+		}
+		kwList = make([]int64, len(kw))
+		for i, h := range kw {
+			kwList[i] = h.ChunkID
+			kwScore[h.ChunkID] = h.Score
+		}
+	}
+	fused := Fuse(vecList, kwList)
+	if len(fused) > want {
+		fused = fused[:want]
+	}
+	out, err := s.hits(ctx, fused)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if v, ok := vecScore[out[i].Chunk.ID]; ok {
+			out[i].Vector = &v
+		}
+		if v, ok := kwScore[out[i].Chunk.ID]; ok {
+			out[i].Keyword = &v
+		}
+	}
+	if o.RerankModel != "" && len(out) > 0 {
+		if out, err = s.rerank(ctx, o.RerankModel, query, out); err != nil {
+			return nil, err
+		}
+	}
+	if len(out) > k {
+		out = out[:k]
+	}
+	return out, nil
+}
+
+// vectorSearch returns up to n chunks of the collections closest to query,
+// best first, embedding the query once per embedding model.
+func (s *Service) vectorSearch(ctx context.Context, cols []Collection, query string, n int) ([]VectorHit, error) {
+	var vec []VectorHit
 	byModel := map[string][]Collection{}
 	for _, c := range cols {
 		byModel[c.EmbeddingModel] = append(byModel[c.EmbeddingModel], c)
 	}
-	vecScore := map[int64]float32{}
 	for model, cs := range byModel {
 		res, err := s.Embed.Embed(ctx, inference.EmbeddingRequest{Model: model, Input: []string{query}})
 		if err != nil {
@@ -263,39 +363,21 @@ func (s *Service) Search(ctx context.Context, cols []Collection, query string, k
 			if err := s.ensureIndex(ctx, c.ID); err != nil {
 				return nil, err
 			}
-			for _, h := range s.Vectors.Search(c.ID, res.Embeddings[0], cand) {
-				vec = append(vec, scored{h.ID, h.Score})
-				vecScore[h.ID] = h.Score
-			}
+			vec = append(vec, s.Vectors.Search(c.ID, res.Embeddings[0], n)...)
 		}
 	}
 	sort.Slice(vec, func(i, j int) bool {
-		return vec[i].score > vec[j].score || vec[i].score == vec[j].score && vec[i].id < vec[j].id
+		return vec[i].Score > vec[j].Score || vec[i].Score == vec[j].Score && vec[i].ID < vec[j].ID
 	})
-	if len(vec) > cand {
-		vec = vec[:cand]
+	if len(vec) > n {
+		vec = vec[:n]
 	}
-	ids := make([]string, len(cols))
-	for i, c := range cols {
-		ids[i] = c.ID
-	}
-	kw, err := s.Store.KeywordSearch(ctx, ids, query, cand)
-	if err != nil {
-		return nil, err
-	}
-	kwScore := map[int64]float64{}
-	vecList, kwList := make([]int64, len(vec)), make([]int64, len(kw))
-	for i, v := range vec {
-		vecList[i] = v.id
-	}
-	for i, h := range kw {
-		kwList[i] = h.ChunkID
-		kwScore[h.ChunkID] = h.Score
-	}
-	fused := Fuse(vecList, kwList)
-	if len(fused) > k {
-		fused = fused[:k]
-	}
+	return vec, nil
+}
+
+// hits loads the chunks of fused ids with their documents (without text),
+// in order; chunks deleted meanwhile are left out.
+func (s *Service) hits(ctx context.Context, fused []FusedID) ([]Hit, error) {
 	want := make([]int64, len(fused))
 	for i, f := range fused {
 		want[i] = f.ID
@@ -324,16 +406,40 @@ func (s *Service) Search(ctx context.Context, cols []Collection, query string, k
 			d.Text = ""
 			docs[c.DocumentID] = d
 		}
-		h := Hit{Chunk: c, Score: f.Score, Document: d}
-		if v, ok := vecScore[f.ID]; ok {
-			h.Vector = &v
-		}
-		if v, ok := kwScore[f.ID]; ok {
-			h.Keyword = &v
-		}
-		out = append(out, h)
+		out = append(out, Hit{Chunk: c, Score: f.Score, Document: d})
 	}
 	return out, nil
+}
+
+// rerank scores hits with the reranker and orders them by that score
+// (ties keep the retrieval order); Score becomes the reranker's score.
+func (s *Service) rerank(ctx context.Context, model, query string, hits []Hit) ([]Hit, error) {
+	docs := make([]string, len(hits))
+	for i, h := range hits {
+		docs[i] = h.Chunk.Text
+	}
+	res, err := s.Rerank.Rerank(ctx, inference.RerankRequest{Model: model, Query: query, Documents: docs})
+	if err != nil {
+		return nil, fmt.Errorf("reranking with %s: %w", model, err)
+	}
+	if len(res.Results) != len(hits) {
+		return nil, fmt.Errorf("reranking with %s: %d scores for %d documents", model, len(res.Results), len(hits))
+	}
+	for _, r := range res.Results {
+		if r.Index < 0 || r.Index >= len(hits) {
+			return nil, fmt.Errorf("reranking with %s: result index %d out of range", model, r.Index)
+		}
+		sc := r.RelevanceScore
+		hits[r.Index].Rerank = &sc
+	}
+	for i := range hits {
+		if hits[i].Rerank == nil {
+			return nil, fmt.Errorf("reranking with %s: no score for document %d", model, i)
+		}
+		hits[i].Score = *hits[i].Rerank
+	}
+	sort.SliceStable(hits, func(i, j int) bool { return *hits[i].Rerank > *hits[j].Rerank })
+	return hits, nil
 }
 
 // Hit is one search result.
@@ -342,6 +448,7 @@ type Hit struct {
 	Score    float64 // the fused (or reranked) score, higher is better
 	Vector   *float32
 	Keyword  *float64
+	Rerank   *float64 // the reranker's score, when reranked
 	Document Document // without Text
 }
 
@@ -410,12 +517,16 @@ func (s *Service) ListDocuments(ctx context.Context, collectionID string) ([]Doc
 	return s.Store.ListDocuments(ctx, collectionID)
 }
 
-// New returns a Service over store that embeds with embed, indexes vectors
-// in per-collection HNSW indexes (internal/vector) and chunks with
-// internal/chunk's defaults.
+// New returns a Service over store that embeds with embed (and reranks
+// with it too when it is a Reranker), indexes vectors in per-collection
+// HNSW indexes (internal/vector) and chunks with internal/chunk's defaults.
 func New(store Store, embed Embedder, defaultEmbeddingModel string, log *slog.Logger) *Service {
-	return &Service{Store: store, Embed: embed, Vectors: vectorSet{vector.NewSet(vector.Options{})}, Split: SplitText,
+	s := &Service{Store: store, Embed: embed, Vectors: vectorSet{vector.NewSet(vector.Options{})}, Split: SplitText,
 		DefaultEmbeddingModel: defaultEmbeddingModel, Log: log}
+	if r, ok := embed.(Reranker); ok {
+		s.Rerank = r
+	}
+	return s
 }
 
 // vectorSet adapts internal/vector's Set to Vectors.

@@ -158,7 +158,7 @@ func TestIngestSearchDelete(t *testing.T) {
 			t.Fatalf("%s: %+v %v", title, d, err)
 		}
 	}
-	hits, err := svc.Search(ctx, []sources.Collection{c}, "What coolant does the zorblat engine use?", 3)
+	hits, err := svc.Search(ctx, []sources.Collection{c}, "What coolant does the zorblat engine use?", sources.SearchOptions{TopK: 3})
 	if err != nil || len(hits) == 0 {
 		t.Fatalf("search: %v %v", hits, err)
 	}
@@ -168,7 +168,7 @@ func TestIngestSearchDelete(t *testing.T) {
 	}
 	// A restarted server (fresh, empty vector index) fills it from the store.
 	fresh := &sources.Service{Store: svc.Store, Embed: svc.Embed, Vectors: &exactVectors{}, Split: sentences}
-	if again, err := fresh.Search(ctx, []sources.Collection{c}, "What coolant does the zorblat engine use?", 3); err != nil || again[0].Chunk.ID != top.Chunk.ID || again[0].Vector == nil {
+	if again, err := fresh.Search(ctx, []sources.Collection{c}, "What coolant does the zorblat engine use?", sources.SearchOptions{TopK: 3}); err != nil || again[0].Chunk.ID != top.Chunk.ID || again[0].Vector == nil {
 		t.Fatalf("after restart: %+v %v", again, err)
 	}
 	// Offsets are characters into the document's text.
@@ -180,7 +180,7 @@ func TestIngestSearchDelete(t *testing.T) {
 	if err := svc.DeleteDocument(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	hits, _ = svc.Search(ctx, []sources.Collection{c}, "zorblat engine purple coolant", 5)
+	hits, _ = svc.Search(ctx, []sources.Collection{c}, "zorblat engine purple coolant", sources.SearchOptions{TopK: 5})
 	for _, h := range hits {
 		if h.Document.ID == ids["zorblat"] {
 			t.Fatalf("deleted document found: %+v", h)
