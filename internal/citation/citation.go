@@ -1,0 +1,501 @@
+// Package citation turns a generated answer into an answer with sources:
+// it writes the system prompt that numbers the sources for the model, then
+// reads the answer as it streams and settles its [n] markers, and finally
+// lists the citations with character offsets into the answer.
+//
+// The model is asked to put [n] after each sentence that uses source n.
+// Small models do that unreliably, so the markers are checked as they
+// arrive (a [Writer] sees the text before the client does):
+//
+//   - a marker whose number names no source is removed;
+//   - a marker whose sources share no content word with its sentence, when
+//     another source clearly supports the sentence, is rewritten to name
+//     that source;
+//   - a sentence that ends without a marker but is clearly supported by a
+//     source gets that source's marker after its final punctuation
+//     ("… in 1872.[2]");
+//   - with citations off, every marker is removed.
+//
+// "Clearly supported" is lexical: the content words the sentence shares
+// with the source, weighted by how rare each word is among the sources,
+// make up at least a third of the sentence's weight and at least two
+// words. It is what grounds a sentence in a source whether or not the model
+// wrote a marker, and it never invents support that is not in the text.
+//
+// Markers are written in one canonical form, [1] or [1][3] for several, so
+// that [Writer.Citations] can read them back from the final text.
+package citation
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Source is one numbered source offered to the model. Its number is its
+// position in the list plus one.
+type Source struct {
+	// ID is the public id of the source: a chunk id ("chunk_12") for a
+	// collection's chunk, the caller's id for an inline document.
+	ID           string `json:"id"`
+	CollectionID string `json:"collection_id"`
+	DocumentID   string `json:"document_id"`
+	ChunkID      string `json:"chunk_id"`
+	Title        string `json:"title"`
+	URL          string `json:"url"`
+	// Text is what the model is shown.
+	Text string `json:"-"`
+}
+
+// CitedSource is a source as a citation shows it.
+type CitedSource struct {
+	ID           string `json:"id"`
+	CollectionID string `json:"collection_id"`
+	DocumentID   string `json:"document_id"`
+	ChunkID      string `json:"chunk_id"`
+	Title        string `json:"title"`
+	URL          string `json:"url"`
+	// Snippet is the start of the source's text.
+	Snippet string `json:"snippet"`
+	// Number is the marker number the source has in the answer ([Number]).
+	Number int `json:"number"`
+}
+
+// Citation is a span of the answer and the sources that support it.
+// Start and End are character (code point) offsets into the answer, End
+// exclusive, so that the answer's characters [Start, End) are Text.
+type Citation struct {
+	// Index is the citation's position in the list, from 0.
+	Index   int           `json:"index"`
+	Start   int           `json:"start"`
+	End     int           `json:"end"`
+	Text    string        `json:"text"`
+	Sources []CitedSource `json:"sources"`
+}
+
+// maxPromptSourceChars bounds each source's text in the prompt.
+const maxPromptSourceChars = 4000
+
+// snippetChars bounds a cited source's snippet.
+const snippetChars = 300
+
+// SystemPrompt returns the system message that gives the model the
+// numbered sources; with cite it also asks for [n] markers.
+func SystemPrompt(srcs []Source, cite bool) string {
+	var b strings.Builder
+	if cite {
+		b.WriteString("Answer the user's question using the sources below. After each sentence that uses a source, write the source's number in square brackets, like [1]. ")
+	} else {
+		b.WriteString("Answer the user's question using the sources below. ")
+	}
+	b.WriteString("If the sources do not hold the answer, say that you do not know.\n\nSources:\n")
+	for i, s := range srcs {
+		fmt.Fprintf(&b, "\n[%d]", i+1)
+		if s.Title != "" {
+			b.WriteString(" " + oneLine(s.Title))
+		}
+		b.WriteString("\n" + truncate(strings.TrimSpace(s.Text), maxPromptSourceChars) + "\n")
+	}
+	return b.String()
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// truncate cuts s to at most n characters, at a space when one is near.
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)[:n]
+	if i := strings.LastIndexFunc(string(r), unicode.IsSpace); i > len(string(r))*3/4 {
+		return strings.TrimSpace(string(r)[:i]) + "…"
+	}
+	return string(r) + "…"
+}
+
+// Writer settles the markers of an answer as its text arrives. Write takes
+// generated text and returns the text that can go to the client now; Flush
+// returns the rest at the end. The concatenation of everything returned is
+// the final answer, which Citations describes. A Writer is not safe for
+// concurrent use.
+type Writer struct {
+	srcs  []Source
+	cite  bool
+	words []map[string]bool // content words of each source
+	idf   map[string]float64
+
+	out      strings.Builder // everything returned so far
+	pending  string          // held back: a possible marker or trailing white space
+	sentence strings.Builder // the current sentence's text so far (markers excluded)
+	marked   bool            // the current sentence has a marker
+	closing  bool            // the current sentence ended; it closes at the next non-space
+}
+
+// NewWriter returns a Writer for an answer drawing on srcs; with cite false
+// it removes every marker.
+func NewWriter(srcs []Source, cite bool) *Writer {
+	w := &Writer{srcs: srcs, cite: cite, idf: map[string]float64{}}
+	df := map[string]int{}
+	for _, s := range srcs {
+		ws := contentWords(s.Title + " " + s.Text)
+		w.words = append(w.words, ws)
+		for t := range ws {
+			df[t]++
+		}
+	}
+	for t, n := range df {
+		w.idf[t] = math.Log(1 + float64(len(srcs))/float64(n))
+	}
+	return w
+}
+
+// maxMarker is the longest text held back as a possible marker.
+const maxMarker = 16
+
+// Write adds generated text and returns what can be sent now.
+func (w *Writer) Write(text string) string {
+	w.pending += text
+	return w.drain(false)
+}
+
+// Flush returns the text still held back, ending the answer.
+func (w *Writer) Flush() string {
+	return w.drain(true)
+}
+
+// Text returns the whole answer returned so far.
+func (w *Writer) Text() string { return w.out.String() }
+
+// drain emits what of pending is settled; at the end (final) everything.
+func (w *Writer) drain(final bool) string {
+	start := w.out.Len()
+	p := w.pending
+	for len(p) > 0 {
+		r, size := utf8.DecodeRuneInString(p)
+		switch {
+		case r == '[':
+			end := strings.IndexByte(p, ']')
+			if end < 0 {
+				if !final && len(p) < maxMarker && markerPrefix(p[1:]) {
+					w.pending = p
+					return w.out.String()[start:]
+				}
+				w.text(p[:1])
+				p = p[1:]
+				continue
+			}
+			nums, ok := parseMarker(p[1:end])
+			if !ok {
+				w.text(p[:1])
+				p = p[1:]
+				continue
+			}
+			w.marker(nums)
+			p = p[end+1:]
+		case unicode.IsSpace(r):
+			// White space is held until what follows shows whether a
+			// marker (which takes the space before it) comes next.
+			n := len(p) - len(strings.TrimLeftFunc(p, unicode.IsSpace))
+			if n == len(p) && !final {
+				w.pending = p
+				return w.out.String()[start:]
+			}
+			ws := p[:n]
+			p = p[n:]
+			if len(p) > 0 && p[0] == '[' {
+				if end := strings.IndexByte(p, ']'); end < 0 && !final && len(p) < maxMarker && markerPrefix(p[1:]) {
+					w.pending = ws + p
+					return w.out.String()[start:]
+				} else if end > 0 {
+					if _, ok := parseMarker(p[1:end]); ok {
+						continue // the space before a marker is dropped
+					}
+				}
+			}
+			if strings.ContainsRune(ws, '\n') {
+				w.endSentence()
+			}
+			w.closeSentence()
+			w.text(ws)
+		default:
+			if w.closing {
+				w.closeSentence()
+			}
+			w.text(p[:size])
+			p = p[size:]
+			if isTerminal(r) && (len(p) == 0 || startsWithSpace(p)) {
+				w.endSentence()
+			}
+		}
+	}
+	w.pending = ""
+	if final {
+		w.closeSentence()
+	}
+	return w.out.String()[start:]
+}
+
+func startsWithSpace(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return unicode.IsSpace(r)
+}
+
+func isTerminal(r rune) bool { return r == '.' || r == '!' || r == '?' || r == '。' }
+
+// markerPrefix reports whether s (after '[') could still become a marker.
+func markerPrefix(s string) bool {
+	for _, r := range s {
+		if !(r >= '0' && r <= '9' || r == ',' || r == ' ') {
+			return false
+		}
+	}
+	return true
+}
+
+// parseMarker parses the inside of [1], [1, 2] or [1,2].
+func parseMarker(s string) ([]int, bool) {
+	if !markerPrefix(s) {
+		return nil, false
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			return nil, false
+		}
+		out = append(out, n)
+	}
+	return out, len(out) > 0
+}
+
+// emit returns text to the client as it is.
+func (w *Writer) emit(s string) { w.out.WriteString(s) }
+
+// text emits answer text that belongs to the current sentence.
+func (w *Writer) text(s string) {
+	w.sentence.WriteString(s)
+	w.emit(s)
+}
+
+// endSentence notes that the current sentence has ended; its attribution
+// waits until what follows shows that no marker of the model's comes.
+func (w *Writer) endSentence() {
+	if strings.TrimSpace(w.sentence.String()) != "" {
+		w.closing = true
+	}
+}
+
+// closeSentence settles the current sentence: an unmarked sentence that a
+// source clearly supports gets that source's marker.
+func (w *Writer) closeSentence() {
+	if !w.closing {
+		return
+	}
+	if w.cite && !w.marked {
+		if best, _ := w.best(w.sentence.String()); best >= 0 {
+			w.writeMarker([]int{best + 1})
+		}
+	}
+	w.sentence.Reset()
+	w.marked, w.closing = false, false
+}
+
+// marker handles a marker the model wrote for the current sentence.
+func (w *Writer) marker(nums []int) {
+	if !w.cite {
+		return
+	}
+	var valid []int
+	for _, n := range nums {
+		if n >= 1 && n <= len(w.srcs) && !contains(valid, n) {
+			valid = append(valid, n)
+		}
+	}
+	if len(valid) == 0 {
+		return
+	}
+	sent := w.sentence.String()
+	supported := false
+	for _, n := range valid {
+		if w.support(sent, n-1) > 0 {
+			supported = true
+		}
+	}
+	if !supported {
+		if best, _ := w.best(sent); best >= 0 {
+			valid = []int{best + 1}
+		}
+	}
+	w.writeMarker(valid)
+	w.marked = true
+	// A marker after the sentence's end belongs to it; the sentence is
+	// settled.
+	if w.closing {
+		w.sentence.Reset()
+		w.marked, w.closing = false, false
+	}
+}
+
+func (w *Writer) writeMarker(nums []int) {
+	for _, n := range nums {
+		w.emit("[" + strconv.Itoa(n) + "]")
+	}
+}
+
+func contains(xs []int, x int) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// minSupport is the share of a sentence's content-word weight a source
+// must hold to support it clearly; minShared the number of shared words.
+const (
+	minSupport = 0.34
+	minShared  = 2
+)
+
+// support is the idf-weighted share of the sentence's content words that
+// source i holds (0 to 1).
+func (w *Writer) support(sentence string, i int) float64 {
+	sw := contentWords(sentence)
+	var total, shared float64
+	for t := range sw {
+		wt := w.idf[t]
+		if wt == 0 {
+			wt = math.Log(1 + float64(len(w.srcs))) // a word no source has
+		}
+		total += wt
+		if w.words[i][t] {
+			shared += wt
+		}
+	}
+	if total == 0 {
+		return 0
+	}
+	return shared / total
+}
+
+// best returns the source that clearly supports sentence best, or -1.
+func (w *Writer) best(sentence string) (int, float64) {
+	sw := contentWords(sentence)
+	best, bestScore := -1, 0.0
+	for i := range w.srcs {
+		n := 0
+		for t := range sw {
+			if w.words[i][t] {
+				n++
+			}
+		}
+		if n < minShared {
+			continue
+		}
+		if sc := w.support(sentence, i); sc >= minSupport && sc > bestScore {
+			best, bestScore = i, sc
+		}
+	}
+	return best, bestScore
+}
+
+// Citations lists the answer's citations: for each run of markers, the
+// text it follows back to the previous sentence end or marker, and its
+// sources. Call it after Flush.
+func (w *Writer) Citations() []Citation {
+	return Parse(w.out.String(), w.srcs)
+}
+
+// Parse lists the citations of an answer whose markers are in canonical
+// form ([1] or [1][3]) and name srcs by number.
+func Parse(answer string, srcs []Source) []Citation {
+	out := []Citation{}
+	runes := []rune(answer)
+	spanStart := 0 // where the text the next marker cites may begin
+	for i := 0; i < len(runes); {
+		if runes[i] != '[' {
+			if i > 0 && isTerminal(runes[i-1]) && unicode.IsSpace(runes[i]) || runes[i] == '\n' {
+				spanStart = i + 1
+			}
+			i++
+			continue
+		}
+		nums, end := readMarkers(runes, i)
+		if len(nums) == 0 {
+			i++
+			continue
+		}
+		s, e := spanStart, i
+		for s < e && unicode.IsSpace(runes[s]) {
+			s++
+		}
+		for e > s && unicode.IsSpace(runes[e-1]) {
+			e--
+		}
+		if e > s {
+			c := Citation{Index: len(out), Start: s, End: e, Text: string(runes[s:e])}
+			for _, n := range nums {
+				if n < 1 || n > len(srcs) {
+					continue
+				}
+				src := srcs[n-1]
+				c.Sources = append(c.Sources, CitedSource{ID: src.ID, CollectionID: src.CollectionID, DocumentID: src.DocumentID,
+					ChunkID: src.ChunkID, Title: src.Title, URL: src.URL, Snippet: truncate(oneLine(src.Text), snippetChars), Number: n})
+			}
+			if len(c.Sources) > 0 {
+				out = append(out, c)
+			}
+		}
+		spanStart = end
+		i = end
+	}
+	return out
+}
+
+// readMarkers reads a run of canonical markers starting at runes[i] and
+// returns their numbers and the index after the run.
+func readMarkers(runes []rune, i int) ([]int, int) {
+	var nums []int
+	for i < len(runes) && runes[i] == '[' {
+		j := i + 1
+		for j < len(runes) && runes[j] >= '0' && runes[j] <= '9' {
+			j++
+		}
+		if j == i+1 || j >= len(runes) || runes[j] != ']' {
+			break
+		}
+		n, _ := strconv.Atoi(string(runes[i+1 : j]))
+		nums = append(nums, n)
+		i = j + 1
+	}
+	return nums, i
+}
+
+// contentWords returns the lower-cased words of s that carry content:
+// letters or digits, at least three characters (or two digits), not a
+// common function word.
+func contentWords(s string) map[string]bool {
+	out := map[string]bool{}
+	for _, f := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		n := utf8.RuneCountInString(f)
+		digits := strings.IndexFunc(f, func(r rune) bool { return !unicode.IsDigit(r) }) < 0
+		if n < 3 && !(digits && n >= 2) || stopwords[f] {
+			continue
+		}
+		out[f] = true
+	}
+	return out
+}
+
+// stopwords are English function words that say nothing about a source.
+var stopwords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`the and for are but not you all any can had her was one our out has have him his how its may new now old see two who did get let put say she too use that with this from they will would there their what about which when make like time just know take into year your some could them than then look only come over also back after work first well even want because these give most very been were said each where such here more other many much should those being does done while through between under again still both same own off down upon yes answer question source sources`) {
+		m[w] = true
+	}
+	return m
+}()
