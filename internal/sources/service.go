@@ -456,12 +456,18 @@ type Hit struct {
 const rrfK = 60
 
 // Fuse merges ranked lists of chunk ids by reciprocal rank fusion:
-// score(id) = Σ 1/(rrfK + rank), ranks from 1. Ties break by id.
+// score(id) = Σ 1/(rrfK + rank), ranks from 1. Equal scores are ordered by
+// the rank in the first list that ranks them differently (an id a list
+// lacks ranks after the ones it has), so the first list breaks ties (Search
+// passes the vector list first); then by id.
 func Fuse(lists ...[]int64) []FusedID {
 	score := map[int64]float64{}
-	for _, l := range lists {
+	rank := make([]map[int64]int, len(lists))
+	for i, l := range lists {
+		rank[i] = make(map[int64]int, len(l))
 		for r, id := range l {
 			score[id] += 1 / float64(rrfK+r+1)
+			rank[i][id] = r + 1
 		}
 	}
 	out := make([]FusedID, 0, len(score))
@@ -469,10 +475,21 @@ func Fuse(lists ...[]int64) []FusedID {
 		out = append(out, FusedID{ID: id, Score: sc})
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if out[i].Score != out[j].Score {
-			return out[i].Score > out[j].Score
+		a, b := out[i], out[j]
+		if a.Score != b.Score {
+			return a.Score > b.Score
 		}
-		return out[i].ID < out[j].ID
+		for _, r := range rank {
+			ra, oka := r[a.ID]
+			rb, okb := r[b.ID]
+			switch {
+			case oka && (!okb || ra < rb):
+				return true
+			case okb && (!oka || rb < ra):
+				return false
+			}
+		}
+		return a.ID < b.ID
 	})
 	return out
 }

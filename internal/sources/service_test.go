@@ -213,4 +213,13 @@ func TestFuse(t *testing.T) {
 	if math.Abs(f[0].Score-(1.0/61+1.0/62)) > 1e-12 {
 		t.Fatalf("score %v", f[0].Score)
 	}
+	// An exact tie (first and second in opposite lists) goes to the first
+	// list's winner, whatever the ids.
+	for _, ids := range [][2]int64{{7, 9}, {9, 7}} {
+		vec, kw := ids[0], ids[1]
+		f := sources.Fuse([]int64{vec, kw}, []int64{kw, vec})
+		if f[0].Score != f[1].Score || f[0].ID != vec {
+			t.Fatalf("tie %v: %+v", ids, f)
+		}
+	}
 }
