@@ -129,4 +129,6 @@ type Store interface {
 	// KeywordSearch returns up to k chunks of the collections that match
 	// the words of query, best first.
 	KeywordSearch(ctx context.Context, collectionIDs []string, query string, k int) ([]KeywordHit, error)
+
+	LinkStore
 }

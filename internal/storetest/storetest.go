@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -41,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) auth.KeyStore) {
 		{"Service", testService},
 		{"ModelSpecs", testModelSpecs},
 		{"Sources", testSources},
+		{"SourceLinks", testSourceLinks},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -669,4 +671,76 @@ func testSources(t *testing.T, ks auth.KeyStore) {
 		t.Fatalf("deleted collection still found: %+v", hits)
 	}
 	wantErr(t, "get deleted collection", func() error { _, err := s.GetCollection(ctx, "col_2"); return err }(), sources.ErrNotFound)
+}
+
+// testSourceLinks checks sources.LinkStore: links round-trip, are listed
+// newest first per team, filter by response, document, collection and
+// time, page with a cursor, and a cursor of another team is not found.
+func testSourceLinks(t *testing.T, ks auth.KeyStore) {
+	s := ks.(sources.Store)
+	ctx := context.Background()
+	link := func(i int, teamID, resp, doc string) sources.SourceLink {
+		return sources.SourceLink{ID: fmt.Sprintf("sl_%02d", i), TeamID: teamID, KeyID: "key_1", ResponseID: resp, Model: "m",
+			CitationIndex: i, Start: i, End: i + 5, Text: "cited", SourceNumber: 1, SourceID: "chunk_9", CollectionID: "col_1",
+			DocumentID: doc, ChunkID: "chunk_9", Title: "T", URL: "https://x", Snippet: "snip", CreatedAt: at(time.Duration(i) * time.Minute)}
+	}
+	var all []sources.SourceLink
+	for i := 0; i < 7; i++ {
+		all = append(all, link(i, "team_a", fmt.Sprintf("resp_%d", i%2), fmt.Sprintf("doc_%d", i%3)))
+	}
+	if err := s.AddSourceLinks(ctx, all); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddSourceLinks(ctx, []sources.SourceLink{link(50, "team_b", "resp_0", "doc_0")}); err != nil {
+		t.Fatal(err)
+	}
+	ids := func(ls []sources.SourceLink) string {
+		var out []string
+		for _, l := range ls {
+			out = append(out, l.ID)
+		}
+		return strings.Join(out, ",")
+	}
+	got, more, err := s.ListSourceLinks(ctx, sources.LinkFilter{TeamID: "team_a", Limit: 100})
+	if err != nil || more || ids(got) != "sl_06,sl_05,sl_04,sl_03,sl_02,sl_01,sl_00" {
+		t.Fatalf("list: %s more=%v err=%v", ids(got), more, err)
+	}
+	if w := all[6]; !reflect.DeepEqual(got[0], w) {
+		t.Fatalf("round trip:\n got %+v\nwant %+v", got[0], w)
+	}
+	for _, c := range []struct {
+		f    sources.LinkFilter
+		want string
+	}{
+		{sources.LinkFilter{ResponseID: "resp_1"}, "sl_05,sl_03,sl_01"},
+		{sources.LinkFilter{DocumentID: "doc_0"}, "sl_06,sl_03,sl_00"},
+		{sources.LinkFilter{CollectionID: "col_2"}, ""},
+		{sources.LinkFilter{Since: at(2 * time.Minute), Until: at(4 * time.Minute)}, "sl_03,sl_02"},
+	} {
+		c.f.TeamID, c.f.Limit = "team_a", 100
+		if got, _, err := s.ListSourceLinks(ctx, c.f); err != nil || ids(got) != c.want {
+			t.Fatalf("filter %+v: %s (want %s) err=%v", c.f, ids(got), c.want, err)
+		}
+	}
+	var pages []string
+	f := sources.LinkFilter{TeamID: "team_a", Limit: 3}
+	for {
+		page, more, err := s.ListSourceLinks(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages = append(pages, ids(page))
+		if !more {
+			break
+		}
+		f.After = page[len(page)-1].ID
+	}
+	if strings.Join(pages, "|") != "sl_06,sl_05,sl_04|sl_03,sl_02,sl_01|sl_00" {
+		t.Fatalf("pages: %v", pages)
+	}
+	_, _, err = s.ListSourceLinks(ctx, sources.LinkFilter{TeamID: "team_b", After: "sl_03"})
+	wantErr(t, "another team's cursor", err, sources.ErrNotFound)
+	if got, _, _ := s.ListSourceLinks(ctx, sources.LinkFilter{TeamID: "team_b"}); ids(got) != "sl_50" {
+		t.Fatalf("team b sees %s", ids(got))
+	}
 }

@@ -1,0 +1,103 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+
+	"github.com/sovereign-ai/sovereign/internal/sources"
+)
+
+// The source_links table: the store side of sources.LinkStore.
+
+const linkColumns = `id, team_id, key_id, response_id, model, citation_index, answer_start, answer_end, cited_text,
+	source_number, source_id, collection_id, document_id, chunk_id, title, url, snippet, created_at`
+
+// AddSourceLinks stores links in one transaction.
+func (s *Store) AddSourceLinks(ctx context.Context, links []sources.SourceLink) error {
+	if len(links) == 0 {
+		return nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.errorf("add source links: %w", err)
+	}
+	defer tx.Rollback()
+	stmt, err := tx.PrepareContext(ctx, s.rebind(`INSERT INTO source_links (`+linkColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`))
+	if err != nil {
+		return s.errorf("add source links: %w", err)
+	}
+	defer stmt.Close()
+	for _, l := range links {
+		if _, err := stmt.ExecContext(ctx, l.ID, l.TeamID, l.KeyID, l.ResponseID, l.Model, l.CitationIndex, l.Start, l.End, l.Text,
+			l.SourceNumber, l.SourceID, l.CollectionID, l.DocumentID, l.ChunkID, l.Title, l.URL, l.Snippet, s.timeValue(l.CreatedAt)); err != nil {
+			return s.errorf("add source links: %w", s.classify(err))
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return s.errorf("add source links: %w", err)
+	}
+	return nil
+}
+
+// ListSourceLinks returns up to f.Limit of the team's links matching f,
+// newest first, and whether more follow. Errors: sources.ErrNotFound for a
+// cursor that names no link of the team.
+func (s *Store) ListSourceLinks(ctx context.Context, f sources.LinkFilter) ([]sources.SourceLink, bool, error) {
+	where := []string{"team_id = ?"}
+	args := []any{f.TeamID}
+	if f.After != "" {
+		var seq int64
+		err := s.db.QueryRowContext(ctx, s.rebind(`SELECT seq FROM source_links WHERE id = ? AND team_id = ?`), f.After, f.TeamID).Scan(&seq)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, false, s.errorf("source link %q: %w", f.After, sources.ErrNotFound)
+		}
+		if err != nil {
+			return nil, false, s.errorf("list source links: %w", err)
+		}
+		where, args = append(where, "seq < ?"), append(args, seq)
+	}
+	for _, c := range []struct{ col, v string }{{"response_id", f.ResponseID}, {"document_id", f.DocumentID}, {"collection_id", f.CollectionID}} {
+		if c.v != "" {
+			where, args = append(where, c.col+" = ?"), append(args, c.v)
+		}
+	}
+	if !f.Since.IsZero() {
+		where, args = append(where, "created_at >= ?"), append(args, s.timeValue(f.Since))
+	}
+	if !f.Until.IsZero() {
+		where, args = append(where, "created_at < ?"), append(args, s.timeValue(f.Until))
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 20
+	}
+	args = append(args, limit+1)
+	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT `+linkColumns+` FROM source_links WHERE `+strings.Join(where, " AND ")+` ORDER BY seq DESC LIMIT ?`), args...)
+	if err != nil {
+		return nil, false, s.errorf("list source links: %w", err)
+	}
+	defer rows.Close()
+	out := []sources.SourceLink{}
+	for rows.Next() {
+		var l sources.SourceLink
+		var created TimeScanner
+		if err := rows.Scan(&l.ID, &l.TeamID, &l.KeyID, &l.ResponseID, &l.Model, &l.CitationIndex, &l.Start, &l.End, &l.Text,
+			&l.SourceNumber, &l.SourceID, &l.CollectionID, &l.DocumentID, &l.ChunkID, &l.Title, &l.URL, &l.Snippet, &created); err != nil {
+			return nil, false, s.errorf("list source links: %w", err)
+		}
+		if l.CreatedAt, err = s.requiredTime(created); err != nil {
+			return nil, false, err
+		}
+		out = append(out, l)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, s.errorf("list source links: %w", err)
+	}
+	more := len(out) > limit
+	if more {
+		out = out[:limit]
+	}
+	return out, more, nil
+}
