@@ -19,7 +19,7 @@
 // "Clearly supported" is lexical: the content words the sentence shares
 // with the source, weighted by how rare each word is among the sources,
 // make up at least a third of the sentence's weight and at least two
-// words. It is what grounds a sentence in a source whether or not the model
+// words (or every content word of a shorter sentence). It is what grounds a sentence in a source whether or not the model
 // wrote a marker, and it never invents support that is not in the text.
 //
 // Markers are written in one canonical form, [1] or [1][3] for several, so
@@ -58,7 +58,8 @@ type CitedSource struct {
 	ChunkID      string `json:"chunk_id"`
 	Title        string `json:"title"`
 	URL          string `json:"url"`
-	// Snippet is the start of the source's text.
+	// Snippet is the start of the source's text, verbatim (cut at about
+	// 300 characters, then marked with an ellipsis).
 	Snippet string `json:"snippet"`
 	// Number is the marker number the source has in the answer ([Number]).
 	Number int `json:"number"`
@@ -87,11 +88,11 @@ const snippetChars = 300
 func SystemPrompt(srcs []Source, cite bool) string {
 	var b strings.Builder
 	if cite {
-		b.WriteString("Answer the user's question using the sources below. After each sentence that uses a source, write the source's number in square brackets, like [1]. ")
+		b.WriteString("Answer the user's question using the sources below. After each sentence that uses a source, write the source's number in square brackets, like [1].\n")
 	} else {
-		b.WriteString("Answer the user's question using the sources below. ")
+		b.WriteString("Answer the user's question using the sources below.\n")
 	}
-	b.WriteString("If the sources do not hold the answer, say that you do not know.\n\nSources:\n")
+	b.WriteString("\nSources:\n")
 	for i, s := range srcs {
 		fmt.Fprintf(&b, "\n[%d]", i+1)
 		if s.Title != "" {
@@ -355,7 +356,8 @@ func contains(xs []int, x int) bool {
 }
 
 // minSupport is the share of a sentence's content-word weight a source
-// must hold to support it clearly; minShared the number of shared words.
+// must hold to support it clearly; minShared the number of shared words
+// (or all of them, for a sentence of fewer content words).
 const (
 	minSupport = 0.34
 	minShared  = 2
@@ -393,7 +395,7 @@ func (w *Writer) best(sentence string) (int, float64) {
 				n++
 			}
 		}
-		if n < minShared {
+		if n < min(minShared, len(sw)) || n == 0 {
 			continue
 		}
 		if sc := w.support(sentence, i); sc >= minSupport && sc > bestScore {
@@ -444,7 +446,7 @@ func Parse(answer string, srcs []Source) []Citation {
 				}
 				src := srcs[n-1]
 				c.Sources = append(c.Sources, CitedSource{ID: src.ID, CollectionID: src.CollectionID, DocumentID: src.DocumentID,
-					ChunkID: src.ChunkID, Title: src.Title, URL: src.URL, Snippet: truncate(oneLine(src.Text), snippetChars), Number: n})
+					ChunkID: src.ChunkID, Title: src.Title, URL: src.URL, Snippet: truncate(strings.TrimSpace(src.Text), snippetChars), Number: n})
 			}
 			if len(c.Sources) > 0 {
 				out = append(out, c)

@@ -42,6 +42,7 @@ func TestWriterSettlesMarkers(t *testing.T) {
 			"Zorblat engines and sky ships both exist[1][3].", []string{"doc_a"}},
 		{"brackets that are not markers stay", "See [note] and [1a] here.", "See [note] and [1a] here.", nil},
 		{"unsupported sentence gets nothing", "Hello there. How are you?", "Hello there. How are you?", nil},
+		{"short sentence wholly supported", "Tomatoes. Helium.", "Tomatoes.[2] Helium.[3]", []string{"doc_b", "doc_c"}},
 		{"newline ends a sentence", "Veloria sky ships are steered by singing captains\nDone",
 			"Veloria sky ships are steered by singing captains[3]\nDone", []string{"doc_c"}},
 	}

@@ -123,6 +123,7 @@ func (s *Server) routes() []apiRoute {
 		{"GET /v1/collections/{id}/documents/{doc}", sourcesScope, s.getDocument},
 		{"DELETE /v1/collections/{id}/documents/{doc}", sourcesScope, s.deleteDocument},
 		{"POST /v1/collections/{id}/search", sourcesScope, s.searchCollection},
+		{"GET /v1/source_links", sourcesScope, s.listSourceLinks},
 	}
 }
 

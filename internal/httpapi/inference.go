@@ -171,6 +171,9 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
 	if err := openai.Decode(r.Body, &req); err != nil {
 		return err
 	}
+	if req.Grounded() {
+		return s.groundedCompletion(w, r, &req)
+	}
 	native, err := req.Native()
 	if err != nil {
 		return err

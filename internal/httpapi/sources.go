@@ -28,6 +28,8 @@ type Sources interface {
 	ListDocuments(ctx context.Context, collectionID string) ([]sources.Document, error)
 	DeleteDocument(ctx context.Context, d sources.Document) error
 	Search(ctx context.Context, cols []sources.Collection, query string, o sources.SearchOptions) ([]sources.Hit, error)
+	RecordLinks(ctx context.Context, links []sources.SourceLink) error
+	SourceLinks(ctx context.Context, f sources.LinkFilter) ([]sources.SourceLink, bool, error)
 }
 
 // Extractor turns an uploaded file into text: its title (if it has one)

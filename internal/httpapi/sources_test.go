@@ -69,6 +69,11 @@ func (m *memSources) Search(_ context.Context, cols []sources.Collection, q stri
 	return []sources.Hit{{Chunk: sources.Chunk{ID: 7, DocumentID: "doc_x", CollectionID: cols[0].ID, Text: "t", Start: 0, End: 1}, Score: 0.5}}, nil
 }
 
+func (m *memSources) RecordLinks(context.Context, []sources.SourceLink) error { return nil }
+func (m *memSources) SourceLinks(context.Context, sources.LinkFilter) ([]sources.SourceLink, bool, error) {
+	return nil, false, nil
+}
+
 func TestCollectionsAreTeamScoped(t *testing.T) {
 	fakeModels = append(fakeModels, catalog.Model{ID: "all-minilm-l6-v2", Capabilities: []string{"embeddings"}})
 	defer func() { fakeModels = fakeModels[:len(fakeModels)-1] }()

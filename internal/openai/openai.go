@@ -201,13 +201,70 @@ type ChatRequest struct {
 	Sampling
 }
 
-// CompletionRequest is the body of POST /v1/completions (OpenAI's prompt form).
+// CompletionRequest is the body of POST /v1/completions: OpenAI's prompt
+// form, or Sovereign's answer-with-sources form (messages, citations,
+// sources; see Grounded).
 type CompletionRequest struct {
 	Model    string          `json:"model"`
 	Prompt   json.RawMessage `json:"prompt"`
 	Logprobs *int            `json:"logprobs"`
 	Echo     bool            `json:"echo"`
+	// Messages, Citations and Sources make a completion grounded in
+	// sources; its answer is a chat completion.
+	Messages  []Message     `json:"messages"`
+	Citations *bool         `json:"citations"`
+	Sources   *SourcesParam `json:"sources"`
 	Sampling
+}
+
+// SourcesParam names what a grounded completion draws on: the team's
+// collections (searched with the question), documents given inline, or
+// both.
+type SourcesParam struct {
+	Collections []string         `json:"collections"`
+	Documents   []InlineDocument `json:"documents"`
+	// TopK is how many chunks retrieval contributes (default 5).
+	TopK *int `json:"top_k"`
+	// Mode and Rerank are as in collection search.
+	Mode   string          `json:"mode"`
+	Rerank json.RawMessage `json:"rerank"`
+}
+
+// InlineDocument is a source given in the request itself.
+type InlineDocument struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	URL   string `json:"url"`
+	Text  string `json:"text"`
+}
+
+// Grounded reports whether r asks for an answer drawn from sources (it has
+// messages, citations or sources) rather than OpenAI's prompt completion.
+func (r *CompletionRequest) Grounded() bool {
+	return r.Messages != nil || r.Citations != nil || r.Sources != nil
+}
+
+// ChatRequest returns the chat request of a grounded completion: its
+// messages, or its prompt (a string) as one user message.
+func (r *CompletionRequest) ChatRequest() (ChatRequest, error) {
+	out := ChatRequest{Model: r.Model, Messages: r.Messages, Sampling: r.Sampling}
+	p := bytes.TrimSpace(r.Prompt)
+	hasPrompt := len(p) > 0 && !bytes.Equal(p, []byte("null"))
+	switch {
+	case hasPrompt && r.Messages != nil:
+		return out, apierr.Invalid("prompt", "send either 'messages' or 'prompt', not both")
+	case hasPrompt:
+		var text string
+		if err := json.Unmarshal(p, &text); err != nil {
+			return out, apierr.Invalid("prompt", "with 'citations' or 'sources', 'prompt' must be a string")
+		}
+		c := Content(text)
+		out.Messages = []Message{{Role: "user", Content: &c}}
+	}
+	if r.Logprobs != nil || r.Echo {
+		return out, apierr.Invalid("logprobs", "'logprobs' and 'echo' are not supported with 'messages', 'citations' or 'sources'")
+	}
+	return out, nil
 }
 
 var roles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true}

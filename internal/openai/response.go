@@ -3,6 +3,7 @@ package openai
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"github.com/sovereign-ai/sovereign/internal/citation"
 	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/inference"
@@ -159,3 +160,17 @@ func NewID(prefix string) string {
 
 // Now is the clock used for "created".
 var Now = time.Now
+
+// CitedChatCompletion is a chat completion with the citations of its
+// answer (POST /v1/completions with citations).
+type CitedChatCompletion struct {
+	ChatCompletion
+	Citations []citation.Citation `json:"citations,omitempty"`
+}
+
+// CitationsChunk is the chunk of a streamed answer with sources that
+// carries its citations, after the last text and before [DONE].
+type CitationsChunk struct {
+	ChatChunk
+	Citations []citation.Citation `json:"citations"`
+}

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"errors"
+	"github.com/sovereign-ai/sovereign/internal/citation"
 	"io"
 	"strings"
 
@@ -49,6 +50,11 @@ func (c *ChatStream) Chunks(ev inference.Event, index int) []ChatChunk {
 		out = append(out, c.chunk([]ChunkChoice{{Index: index, Delta: Delta{}, FinishReason: &fr}}))
 	}
 	return out
+}
+
+// CitationsChunk returns the chunk that carries an answer's citations.
+func (c *ChatStream) CitationsChunk(cits []citation.Citation) CitationsChunk {
+	return CitationsChunk{ChatChunk: c.chunk([]ChunkChoice{}), Citations: cits}
 }
 
 // UsageChunk is the final chunk (with include_usage) holding the usage of
