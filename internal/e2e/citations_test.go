@@ -96,7 +96,7 @@ func TestAnswersWithCitations(t *testing.T) {
 		"What coolant does the zorblat engine run on?": "zorblat",
 		"Where was the zorblat engine first built?":    "zorblat",
 		"What keeps the sky ships of Veloria afloat?":  "ships",
-		"What do the seeds of quantum tomatoes do?":     "garden",
+		"What do the seeds of quantum tomatoes do?":    "garden",
 	}
 	var firstResponse citedAnswer
 	for q, want := range questions {
