@@ -71,31 +71,53 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 	}
 	defer stream.Close()
 	cw := citation.NewWriter(srcs, cite)
+	// A prompt is answered as a text completion, messages as a chat
+	// completion, so that each SDK method reads its own shape.
+	textForm := req.Messages == nil
 	if !req.Stream {
-		out, err := openai.CollectChat([]inference.Stream{stream}, m.ID, false)
-		if err != nil {
-			return err
-		}
-		ch := &out.Choices[0].Message
-		ch.Content = cw.Write(ch.Content) + cw.Flush()
-		resp := openai.CitedChatCompletion{ChatCompletion: out}
-		if cite {
-			resp.Citations = cw.Citations()
-			if err := s.recordLinks(ctx, r, out.ID, m.ID, resp.Citations); err != nil {
+		var resp any
+		var id string
+		if textForm {
+			out, err := openai.CollectText(stream, m.ID, false)
+			if err != nil {
 				return err
+			}
+			out.Choices[0].Text = cw.Write(out.Choices[0].Text) + cw.Flush()
+			id, resp = out.ID, &openai.CitedTextCompletion{TextCompletion: out}
+		} else {
+			out, err := openai.CollectChat([]inference.Stream{stream}, m.ID, false)
+			if err != nil {
+				return err
+			}
+			ch := &out.Choices[0].Message
+			ch.Content = cw.Write(ch.Content) + cw.Flush()
+			id, resp = out.ID, &openai.CitedChatCompletion{ChatCompletion: out}
+		}
+		if cite {
+			cits := cw.Citations()
+			if err := s.recordLinks(ctx, r, id, m.ID, cits); err != nil {
+				return err
+			}
+			switch v := resp.(type) {
+			case *openai.CitedTextCompletion:
+				v.Citations = cits
+			case *openai.CitedChatCompletion:
+				v.Citations = cits
 			}
 		}
 		return writeJSON(w, http.StatusOK, resp)
 	}
 	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-	cs := openai.NewChatStream(m.ID, includeUsage, false)
+	form := newStreamForm(textForm, m.ID)
 	ev, err := stream.Recv()
 	if err != nil {
 		return err
 	}
 	out := startSSE(w)
-	if err := out.write(cs.First(0)); err != nil {
-		return err
+	for _, c := range form.first {
+		if err := out.write(c); err != nil {
+			return err
+		}
 	}
 	var usage *inference.Usage
 	for {
@@ -104,7 +126,7 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 			ev.Text += cw.Flush()
 			usage = ev.Usage
 		}
-		for _, c := range cs.Chunks(ev, 0) {
+		for _, c := range form.chunks(ev) {
 			if err := out.send(c); err != nil {
 				return err // the client went away; closing the stream cancels generation
 			}
@@ -120,19 +142,52 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 	}
 	if cite {
 		cits := cw.Citations()
-		if err := s.recordLinks(ctx, r, cs.ID, m.ID, cits); err != nil {
+		if err := s.recordLinks(ctx, r, form.id, m.ID, cits); err != nil {
 			return out.fail(err)
 		}
-		if err := out.send(cs.CitationsChunk(cits)); err != nil {
+		if err := out.send(form.citations(cits)); err != nil {
 			return err
 		}
 	}
 	if includeUsage {
-		if err := out.send(cs.UsageChunk(openai.NewUsage(usage))); err != nil {
+		if err := out.send(form.usage(openai.NewUsage(usage))); err != nil {
 			return err
 		}
 	}
 	return out.done()
+}
+
+// streamForm renders a streamed grounded answer as chat or text
+// completion chunks.
+type streamForm struct {
+	id        string
+	first     []any // chunks before the text
+	chunks    func(inference.Event) []any
+	citations func([]citation.Citation) any
+	usage     func(*openai.Usage) any
+}
+
+func newStreamForm(text bool, model string) streamForm {
+	if text {
+		ts := openai.NewTextStream(model, false, false)
+		return streamForm{id: ts.ID,
+			chunks:    func(ev inference.Event) []any { return anys(ts.Chunks(ev)) },
+			citations: func(c []citation.Citation) any { return ts.CitationsChunk(c) },
+			usage:     func(u *openai.Usage) any { return ts.UsageChunk(u) }}
+	}
+	cs := openai.NewChatStream(model, false, false)
+	return streamForm{id: cs.ID, first: []any{cs.First(0)},
+		chunks:    func(ev inference.Event) []any { return anys(cs.Chunks(ev, 0)) },
+		citations: func(c []citation.Citation) any { return cs.CitationsChunk(c) },
+		usage:     func(u *openai.Usage) any { return cs.UsageChunk(u) }}
+}
+
+func anys[T any](xs []T) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
+	}
+	return out
 }
 
 // question is the text retrieval searches with: the last user message.

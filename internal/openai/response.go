@@ -168,6 +168,14 @@ type CitedChatCompletion struct {
 	Citations []citation.Citation `json:"citations,omitempty"`
 }
 
+// CitedTextCompletion is a text completion with the citations of its
+// answer (POST /v1/completions with a prompt and citations), or the chunk
+// of a stream that carries them.
+type CitedTextCompletion struct {
+	TextCompletion
+	Citations []citation.Citation `json:"citations,omitempty"`
+}
+
 // CitationsChunk is the chunk of a streamed answer with sources that
 // carries its citations, after the last text and before [DONE].
 type CitationsChunk struct {

@@ -165,6 +165,18 @@ func (t *TextStream) Chunks(ev inference.Event) []TextCompletion {
 	return out
 }
 
+// UsageChunk is a chunk holding usage and no choices.
+func (t *TextStream) UsageChunk(u *Usage) TextCompletion {
+	ch := t.chunk([]TextChoice{})
+	ch.Usage = u
+	return ch
+}
+
+// CitationsChunk returns the chunk that carries an answer's citations.
+func (t *TextStream) CitationsChunk(cits []citation.Citation) CitedTextCompletion {
+	return CitedTextCompletion{TextCompletion: t.chunk([]TextChoice{}), Citations: cits}
+}
+
 func textLogprobs(lps []inference.TokenLogprob, offset *int) *TextLogprobs {
 	out := &TextLogprobs{Tokens: []string{}, TokenLogprobs: []float32{}, TopLogprobs: []map[string]float32{}, TextOffset: []int{}}
 	for _, l := range lps {

@@ -148,6 +148,48 @@ describe('completions', () => {
   });
 });
 
+// Sovereign's extension of /v1/completions: citations and sources go in the
+// body next to OpenAI's parameters, and come back next to its fields.
+describe('answers with sources', () => {
+  const MOON = { id: 'memo-7', title: 'Tarsis memo', text: 'The moon of Tarsis is bright green and smells of mint.' };
+  const params = {
+    model: CHAT_MODEL,
+    prompt: 'What colour is the moon of Tarsis?',
+    max_tokens: 32,
+    temperature: 0,
+    citations: true,
+    sources: { documents: [MOON] },
+  };
+  const check = (text, citations) => {
+    assert.ok(citations && citations.length > 0, `no citations for ${JSON.stringify(text)}`);
+    citations.forEach((c, i) => {
+      assert.equal(c.index, i);
+      // Offsets count characters (code points); this answer is ASCII.
+      assert.equal(text.slice(c.start, c.end), c.text);
+    });
+    assert.equal(citations[0].sources[0].id, 'memo-7');
+    assert.ok(text.includes('[1]'));
+  };
+
+  test('completions.create returns citations whose offsets slice the text', async () => {
+    const resp = await client.completions.create(params);
+    assert.equal(resp.object, 'text_completion');
+    check(resp.choices[0].text, resp.citations);
+  });
+
+  test('a stream ends with a chunk carrying the citations', async () => {
+    const stream = await client.completions.create({ ...params, stream: true });
+    let text = '';
+    let citations;
+    for await (const chunk of stream) {
+      assert.equal(citations, undefined, 'text after the citations chunk');
+      if (chunk.choices.length > 0) text += chunk.choices[0].text;
+      if (chunk.citations) citations = chunk.citations;
+    }
+    check(text, citations);
+  });
+});
+
 describe('embeddings', () => {
   let floats;
   before(async () => {

@@ -233,6 +233,81 @@ def test_completions_stream(client: OpenAI) -> None:
     assert text
 
 
+# ---------------------------------------------------------------- answers with sources
+# Sovereign's extension of /v1/completions: citations and sources travel in
+# extra_body; the answer keeps the shape of the SDK method that asked.
+
+MOON = {"id": "memo-7", "title": "Tarsis memo", "text": "The moon of Tarsis is bright green and smells of mint."}
+CITED = {"citations": True, "sources": {"documents": [MOON]}}
+
+
+def _check_citations(text: str, citations: list) -> None:
+    assert citations, f"no citations for {text!r}"
+    for i, c in enumerate(citations):
+        assert c["index"] == i
+        # Offsets are character (code point) offsets, as Python slices.
+        assert text[c["start"] : c["end"]] == c["text"], (c, text)
+    assert citations[0]["sources"][0]["id"] == "memo-7"
+    assert citations[0]["sources"][0]["snippet"] in MOON["text"]
+    assert "[1]" in text
+
+
+def test_completions_with_citations(client: OpenAI) -> None:
+    resp = client.completions.create(
+        model=CHAT_MODEL, prompt="What colour is the moon of Tarsis?", max_tokens=32, temperature=0, extra_body=CITED
+    )
+    assert resp.object == "text_completion"
+    _check_citations(resp.choices[0].text, resp.model_extra["citations"])
+
+
+def test_completions_with_citations_messages(client: OpenAI) -> None:
+    # The spec's form: messages and citations, answered as a chat completion.
+    resp = client.post(
+        "/completions",
+        cast_to=openai.types.chat.ChatCompletion,
+        body={
+            "model": CHAT_MODEL,
+            "messages": [{"role": "user", "content": "What colour is the moon of Tarsis?"}],
+            "max_tokens": 32,
+            "temperature": 0,
+            **CITED,
+        },
+    )
+    assert resp.object == "chat.completion"
+    _check_citations(resp.choices[0].message.content, resp.model_extra["citations"])
+
+
+def test_completions_with_citations_stream(client: OpenAI) -> None:
+    stream = client.completions.create(
+        model=CHAT_MODEL,
+        prompt="What colour is the moon of Tarsis?",
+        max_tokens=32,
+        temperature=0,
+        stream=True,
+        extra_body=CITED,
+    )
+    text, citations = "", None
+    for chunk in stream:
+        assert citations is None, "text after the citations chunk"
+        if chunk.choices:
+            text += chunk.choices[0].text
+        if (chunk.model_extra or {}).get("citations") is not None:
+            citations = chunk.model_extra["citations"]
+    _check_citations(text, citations)
+
+
+def test_completions_without_citations_have_no_markers(client: OpenAI) -> None:
+    resp = client.completions.create(
+        model=CHAT_MODEL,
+        prompt="What colour is the moon of Tarsis?",
+        max_tokens=32,
+        temperature=0,
+        extra_body={"citations": False, "sources": {"documents": [MOON]}},
+    )
+    assert "citations" not in (resp.model_extra or {})
+    assert "[1]" not in resp.choices[0].text
+
+
 # ---------------------------------------------------------------- embeddings
 
 WORDS = ["kitten", "cat", "car"]
