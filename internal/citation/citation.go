@@ -50,14 +50,10 @@ type Source struct {
 	Text string `json:"-"`
 }
 
-// CitedSource is a source as a citation shows it.
+// CitedSource is a source as a citation shows it: its ids, title and URL
+// (not its text), a snippet and its number.
 type CitedSource struct {
-	ID           string `json:"id"`
-	CollectionID string `json:"collection_id"`
-	DocumentID   string `json:"document_id"`
-	ChunkID      string `json:"chunk_id"`
-	Title        string `json:"title"`
-	URL          string `json:"url"`
+	Source
 	// Snippet is the start of the source's text, verbatim (cut at about
 	// 300 characters, then marked with an ellipsis).
 	Snippet string `json:"snippet"`
@@ -445,8 +441,9 @@ func Parse(answer string, srcs []Source) []Citation {
 					continue
 				}
 				src := srcs[n-1]
-				c.Sources = append(c.Sources, CitedSource{ID: src.ID, CollectionID: src.CollectionID, DocumentID: src.DocumentID,
-					ChunkID: src.ChunkID, Title: src.Title, URL: src.URL, Snippet: truncate(strings.TrimSpace(src.Text), snippetChars), Number: n})
+				snippet := truncate(strings.TrimSpace(src.Text), snippetChars)
+				src.Text = ""
+				c.Sources = append(c.Sources, CitedSource{Source: src, Snippet: snippet, Number: n})
 			}
 			if len(c.Sources) > 0 {
 				out = append(out, c)

@@ -89,6 +89,16 @@ func TestOffsetsAreCharacters(t *testing.T) {
 	}
 }
 
+// chunked feeds in to a Writer in pieces of size bytes.
+func chunked(in string, size int, cite bool) string {
+	w := NewWriter(srcs, cite)
+	var b strings.Builder
+	for i := 0; i < len(in); i += size {
+		b.WriteString(w.Write(in[i:min(i+size, len(in))]))
+	}
+	return b.String() + w.Flush()
+}
+
 // TestStreamingMatchesWhole checks that however the answer is cut into
 // chunks, the Writer returns the same text as for the whole answer.
 func TestStreamingMatchesWhole(t *testing.T) {
@@ -99,14 +109,8 @@ func TestStreamingMatchesWhole(t *testing.T) {
 	} {
 		whole, _ := run(in, true)
 		for size := 1; size <= 7; size++ {
-			w := NewWriter(srcs, true)
-			var b strings.Builder
-			for i := 0; i < len(in); i += size {
-				b.WriteString(w.Write(in[i:min(i+size, len(in))]))
-			}
-			b.WriteString(w.Flush())
-			if b.String() != whole {
-				t.Fatalf("chunks of %d:\n got %q\nwant %q", size, b.String(), whole)
+			if got := chunked(in, size, true); got != whole {
+				t.Fatalf("chunks of %d:\n got %q\nwant %q", size, got, whole)
 			}
 		}
 	}
@@ -140,14 +144,8 @@ func FuzzWriter(f *testing.F) {
 			}
 		}
 		whole, cits := run(in, true)
-		w := NewWriter(srcs, true)
-		var b strings.Builder
-		for i := 0; i < len(in); i += size {
-			b.WriteString(w.Write(in[i:min(i+size, len(in))]))
-		}
-		b.WriteString(w.Flush())
-		if b.String() != whole {
-			t.Fatalf("chunked output differs:\n got %q\nwant %q", b.String(), whole)
+		if got := chunked(in, size, true); got != whole {
+			t.Fatalf("chunked output differs:\n got %q\nwant %q", got, whole)
 		}
 		runes := []rune(whole)
 		for _, c := range cits {

@@ -388,8 +388,8 @@ func (s *Server) listSourceLinks(w http.ResponseWriter, r *http.Request) error {
 	for i, l := range links {
 		data[i] = SourceLinkObject{ID: l.ID, Object: "source_link", ResponseID: l.ResponseID, Model: l.Model, KeyID: l.KeyID,
 			Citation: linkCitation{Index: l.CitationIndex, Start: l.Start, End: l.End, Text: l.Text},
-			Source: citation.CitedSource{ID: l.SourceID, CollectionID: l.CollectionID, DocumentID: l.DocumentID, ChunkID: l.ChunkID,
-				Title: l.Title, URL: l.URL, Snippet: l.Snippet, Number: l.SourceNumber},
+			Source: citation.CitedSource{Source: citation.Source{ID: l.SourceID, CollectionID: l.CollectionID, DocumentID: l.DocumentID,
+				ChunkID: l.ChunkID, Title: l.Title, URL: l.URL}, Snippet: l.Snippet, Number: l.SourceNumber},
 			CreatedAt: l.CreatedAt.Unix()}
 	}
 	page := map[string]any{"object": "list", "data": data, "has_more": more, "first_id": nil, "last_id": nil}
