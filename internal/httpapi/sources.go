@@ -297,6 +297,9 @@ func (s *Server) uploadedDocument(r *http.Request) (sources.Document, error) {
 	}
 	text, title, format, err := s.Extract(name, ctype, data)
 	if err != nil {
+		if e := (*apierr.Error)(nil); errors.As(err, &e) {
+			return d, err // the extractor's own status (413 for a file over its limits)
+		}
 		return d, apierr.Invalid("file", err.Error())
 	}
 	d.Text, d.Format = text, format

@@ -1,10 +1,16 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"mime/multipart"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/sources"
@@ -132,5 +138,50 @@ func TestCollectionsAreTeamScoped(t *testing.T) {
 	_, other := do(t, srv, "POST", "/v1/collections", "sk-sov-a", `{"name":"other"}`)
 	if resp, _ := do(t, srv, "GET", "/v1/collections/"+other["id"].(string)+"/documents/"+docID, "sk-sov-a", ""); resp.StatusCode != 404 {
 		t.Fatalf("document through another collection: %d", resp.StatusCode)
+	}
+}
+
+// TestUploadKeepsExtractorStatus: an extractor's own API error (413 for a
+// file over its limits) reaches the client as it is; any other extractor
+// error is a 400 naming the file.
+func TestUploadKeepsExtractorStatus(t *testing.T) {
+	fakeModels = append(fakeModels, catalog.Model{ID: "all-minilm-l6-v2", Capabilities: []string{"embeddings"}})
+	defer func() { fakeModels = fakeModels[:len(fakeModels)-1] }()
+	s := &Server{Models: fakeCatalog{}, Sources: &memSources{cols: map[string]sources.Collection{}, docs: map[string]sources.Document{}},
+		DefaultEmbeddingModel: "all-minilm-l6-v2",
+		Extract: func(name, _ string, _ []byte) (string, string, string, error) {
+			if name == "huge.pdf" {
+				return "", "", "", apierr.New(apierr.BodyTooLarge, "the PDF has more than 2000 pages")
+			}
+			return "", "", "", errors.New("the file is not a PDF")
+		},
+		Auth: fakeAuth{authenticate: func(context.Context, string) (auth.Key, error) {
+			return auth.Key{ID: "k", TeamID: "team_a", Scopes: []auth.Scope{auth.ScopeInference}}, nil
+		}}}
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	_, col := do(t, srv, "POST", "/v1/collections", "sk-sov-a", `{"name":"facts"}`)
+	for name, want := range map[string]int{"huge.pdf": 413, "bad.pdf": 400} {
+		var buf bytes.Buffer
+		mw := multipart.NewWriter(&buf)
+		fw, _ := mw.CreateFormFile("file", name)
+		fw.Write([]byte("%PDF-1.4"))
+		mw.Close()
+		req, _ := http.NewRequest("POST", srv.URL+"/v1/collections/"+col["id"].(string)+"/documents", &buf)
+		req.Header.Set("Content-Type", mw.FormDataContentType())
+		req.Header.Set("Authorization", "Bearer sk-sov-a")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body map[string]any
+		json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Fatalf("%s: %d %v, want %d", name, resp.StatusCode, body, want)
+		}
+		if want == 400 && body["error"].(map[string]any)["param"] != "file" {
+			t.Fatalf("%s: %v", name, body)
+		}
 	}
 }
