@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the official OpenAI SDKs, unmodified, against a live Sovereign server:
-# the `openai` Python package (pytest) and the `openai` npm package (node --test).
+# the `openai` Python package (pytest) and the `openai` npm package (node --test);
+# and Cohere's `cohere` Python package against POST /v1/rerank (pytest).
 #
 # Usage: scripts/sdk-test.sh
 #
@@ -48,7 +49,7 @@ sha() { sha256sum "$1" | cut -d' ' -f1; }
 py_stamp="$VENV/.sovereign-requirements.sha256"
 py_want="$(sha "$PY_DIR/requirements.txt")"
 if [ -x "$VENV/bin/python" ] && [ "$(cat "$py_stamp" 2>/dev/null)" = "$py_want" ] \
-  && "$VENV/bin/python" -c 'import openai, pytest' 2>/dev/null; then
+  && "$VENV/bin/python" -c 'import openai, cohere, pytest' 2>/dev/null; then
   log "python: $VENV up to date"
 else
   log "python: installing $PY_DIR/requirements.txt into $VENV"
@@ -58,7 +59,7 @@ else
   "$VENV/bin/python" -m pip install --quiet --no-input -r "$PY_DIR/requirements.txt"
   printf '%s\n' "$py_want" >"$py_stamp"
 fi
-log "python: $("$VENV/bin/python" --version), openai $("$VENV/bin/python" -c 'import openai; print(openai.__version__)'), pytest $("$VENV/bin/python" -c 'import pytest; print(pytest.__version__)')"
+log "python: $("$VENV/bin/python" --version), openai $("$VENV/bin/python" -c 'import openai; print(openai.__version__)'), cohere $("$VENV/bin/python" -c 'import cohere; print(cohere.__version__)'), pytest $("$VENV/bin/python" -c 'import pytest; print(pytest.__version__)')"
 
 # ---------------------------------------------------------------- Node SDK
 node_stamp="$NODE_DIR/node_modules/.sovereign-lock.sha256"
@@ -137,7 +138,7 @@ unset OPENAI_API_KEY OPENAI_BASE_URL OPENAI_ORG_ID OPENAI_PROJECT_ID OPENAI_ADMI
 py_rc=0
 log "running the Python SDK suite (pytest)"
 (cd "$PY_DIR" && PYTHONDONTWRITEBYTECODE=1 timeout "$SUITE_TIMEOUT" "$VENV/bin/python" -m pytest \
-  -v -p no:cacheprovider -rfE test_openai_sdk.py) || py_rc=$?
+  -v -p no:cacheprovider -rfE test_openai_sdk.py test_cohere_rerank.py) || py_rc=$?
 
 node_rc=0
 log "running the Node SDK suite (node --test)"

@@ -29,6 +29,35 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/store"
 )
 
+// defaultRerankModel picks the model that serves rerank requests naming no
+// model: the configured one (SOVEREIGN_RERANK_MODEL or rerank_model) when
+// set, else the first installed local model whose rerank method is
+// cross-encoder, else the default chat model (chat-logits) when installed.
+// It returns "" when none applies, and says which rule chose.
+func defaultRerankModel(configured string, list []catalog.Model) (id, why string) {
+	if configured != "" {
+		return configured, "configuration"
+	}
+	for _, m := range list {
+		if m.Backend == catalog.BackendLocal && m.RerankMethod == models.RerankCrossEncoder {
+			return m.ID, "first installed cross-encoder"
+		}
+	}
+	chat := ""
+	for _, d := range models.Defaults {
+		if d.Purpose == models.CapChat {
+			chat = d.ID
+			break
+		}
+	}
+	for _, m := range list {
+		if m.ID == chat && m.Backend == catalog.BackendLocal && m.RerankMethod != "" {
+			return m.ID, "default chat model (" + m.RerankMethod + ")"
+		}
+	}
+	return "", ""
+}
+
 // defaultEmbeddingModel embeds collections that name no model.
 const defaultEmbeddingModel = "all-minilm-l6-v2"
 
@@ -127,9 +156,16 @@ func serveCommand(args []string) error {
 		}
 		return out
 	})
+	rerankModel, why := defaultRerankModel(cfg.RerankModel, cat.List(ctx))
+	if rerankModel != "" {
+		log.Info("default rerank model", "model", rerankModel, "chosen_by", why)
+	} else {
+		log.Info("no default rerank model: set SOVEREIGN_RERANK_MODEL or install a cross-encoder or the default chat model")
+	}
 	shuttingDown := make(chan struct{})
 	api := &httpapi.Server{
-		Backend: cat, Models: cat, Log: log,
+		DefaultRerankModel: rerankModel,
+		Backend:            cat, Models: cat, Log: log,
 		Sources: sources.New(db, cat, defaultEmbeddingModel, log), Extract: extractFile, DefaultEmbeddingModel: defaultEmbeddingModel,
 		Auth: keys, Keys: keys, Metrics: met, MaxBody: cfg.MaxBodyBytes,
 		Ready: func(ctx context.Context) error {

@@ -420,18 +420,22 @@ func (c *Catalog) find(name string) *entry {
 // Model is a catalog entry as the API shows it: OpenAI's model fields plus
 // what a platform team needs to choose and operate a model.
 type Model struct {
-	ID            string   `json:"id"`
-	Object        string   `json:"object"`
-	Created       int64    `json:"created"`
-	OwnedBy       string   `json:"owned_by"`
-	Backend       string   `json:"backend"`
-	Source        string   `json:"source"`
-	Family        string   `json:"family"`
-	Capabilities  []string `json:"capabilities"`
-	ContextLength uint64   `json:"context_length"`
-	Parameters    uint64   `json:"parameters"`
-	Quantization  string   `json:"quantization"`
-	Size          int64    `json:"size"`
+	ID           string   `json:"id"`
+	Object       string   `json:"object"`
+	Created      int64    `json:"created"`
+	OwnedBy      string   `json:"owned_by"`
+	Backend      string   `json:"backend"`
+	Source       string   `json:"source"`
+	Family       string   `json:"family"`
+	Capabilities []string `json:"capabilities"`
+	// RerankMethod is how the model serves rerank ("cross-encoder" for a
+	// rank-pooling GGUF, "chat-logits" for a local chat model); empty when
+	// it does not rerank or, for an upstream, when its spec does not say.
+	RerankMethod  string `json:"rerank_method,omitempty"`
+	ContextLength uint64 `json:"context_length"`
+	Parameters    uint64 `json:"parameters"`
+	Quantization  string `json:"quantization"`
+	Size          int64  `json:"size"`
 	// Tokenizer is the model whose vocabulary counts this model's tokens
 	// ("" when none is known: usage is then the upstream's or estimated).
 	Tokenizer string `json:"tokenizer"`
@@ -463,7 +467,11 @@ func (c *Catalog) view(e *entry) Model {
 	}
 	if mf := e.manifest; mf != nil {
 		m.Family, m.Capabilities, m.ContextLength, m.Parameters, m.Quantization, m.Size = mf.Family, mf.Capabilities, mf.ContextLength, mf.Parameters, mf.Quantization, mf.Size
+		m.RerankMethod = mf.RerankMethod
 		m.Tokenizer = s.ID
+	}
+	if s.RerankMethod != "" {
+		m.RerankMethod = s.RerankMethod
 	}
 	if s.Family != "" {
 		m.Family = s.Family
@@ -473,6 +481,9 @@ func (c *Catalog) view(e *entry) Model {
 	}
 	if m.Capabilities == nil {
 		m.Capabilities = []string{}
+	}
+	if !slices.Contains(m.Capabilities, models.CapRerank) {
+		m.RerankMethod = ""
 	}
 	if s.ContextLength > 0 {
 		m.ContextLength = s.ContextLength

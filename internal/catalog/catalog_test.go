@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -83,6 +84,7 @@ func TestSpecNormalize(t *testing.T) {
 		{Spec{ID: "u", Backend: "local", APIKey: "x"}, "api_key"},
 		{Spec{ID: "u", Backend: "gpu"}, "backend"},
 		{Spec{ID: "u", BaseURL: "http://h/v1", Capabilities: []string{"vision"}}, "capabilities"},
+		{Spec{ID: "u", BaseURL: "http://h/v1", Capabilities: []string{"rerank"}, RerankMethod: "magic"}, "rerank_method"},
 		{Spec{ID: "u", BaseURL: "http://h/v1", Aliases: []string{"u"}}, "aliases"},
 		{Spec{ID: "u", BaseURL: "http://h/v1", Limits: &Limits{MaxOutputTokens: -1}}, "limits"},
 	} {
@@ -231,6 +233,27 @@ func TestLocalModelFromPath(t *testing.T) {
 	}
 	if p, err := c.ModelPath("other"); err != nil || p != src {
 		t.Fatalf("path %q %v", p, err)
+	}
+	if !slices.Contains(m.Capabilities, "rerank") || m.RerankMethod != "chat-logits" {
+		t.Errorf("a local chat model reranks by chat-logits: capabilities %v, rerank_method %q", m.Capabilities, m.RerankMethod)
+	}
+}
+
+func TestRerankMethodFollowsCapabilities(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "other.gguf")
+	if err := testmodel.Write(src, testmodel.Options{Seed: 2}); err != nil {
+		t.Fatal(err)
+	}
+	c, _, _ := newCatalog(t, []Spec{
+		{ID: "chat-only", Path: src, Capabilities: []string{"chat"}},
+		{ID: "up", BaseURL: "http://127.0.0.1:1/v1", Capabilities: []string{"chat"}},
+		{ID: "up-rr", BaseURL: "http://127.0.0.1:1/v1", Capabilities: []string{"rerank"}, RerankMethod: "cross-encoder"},
+	})
+	for id, want := range map[string]string{"chat-only": "", "up": "", "up-rr": "cross-encoder"} {
+		m, err := c.Get(context.Background(), id)
+		if err != nil || m.RerankMethod != want {
+			t.Errorf("%s: rerank_method %q (err %v), want %q", id, m.RerankMethod, err, want)
+		}
 	}
 }
 

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/sovereign-ai/sovereign/internal/models"
 )
 
 // Backends a model can have.
@@ -29,6 +31,9 @@ const (
 
 // Capabilities a model can have.
 var knownCapabilities = []string{"chat", "completions", "embeddings", "rerank"}
+
+// rerankMethods are the values of Spec.RerankMethod.
+var rerankMethods = []string{models.RerankCrossEncoder, models.RerankChatLogits}
 
 // Spec configures one model: a YAML `models:` entry or the body of the
 // admin API. Local models are GGUF files (installed ones need no spec;
@@ -59,11 +64,15 @@ type Spec struct {
 
 	// Metadata shown in the catalog. For local models it is read from the
 	// GGUF; set here it overrides.
-	Family        string   `json:"family,omitempty" yaml:"family"`
-	Capabilities  []string `json:"capabilities,omitempty" yaml:"capabilities"`
-	ContextLength uint64   `json:"context_length,omitempty" yaml:"context_length"`
-	Parameters    uint64   `json:"parameters,omitempty" yaml:"parameters"`
-	Quantization  string   `json:"quantization,omitempty" yaml:"quantization"`
+	Family       string   `json:"family,omitempty" yaml:"family"`
+	Capabilities []string `json:"capabilities,omitempty" yaml:"capabilities"`
+	// RerankMethod says how the model reranks when it has the rerank
+	// capability: "cross-encoder" or "chat-logits" (local models get it
+	// from the GGUF; an upstream's is unknown unless set here).
+	RerankMethod  string `json:"rerank_method,omitempty" yaml:"rerank_method"`
+	ContextLength uint64 `json:"context_length,omitempty" yaml:"context_length"`
+	Parameters    uint64 `json:"parameters,omitempty" yaml:"parameters"`
+	Quantization  string `json:"quantization,omitempty" yaml:"quantization"`
 	// Tokenizer names a local model whose vocabulary this model shares;
 	// upstream models use it for /v1/tokenize and to count usage the
 	// upstream does not report.
@@ -213,6 +222,9 @@ func (s *Spec) Normalize() error {
 		if !slices.Contains(knownCapabilities, c) {
 			return bad("capabilities", "capability %q is unknown: use %s", c, strings.Join(knownCapabilities, ", "))
 		}
+	}
+	if s.RerankMethod != "" && !slices.Contains(rerankMethods, s.RerankMethod) {
+		return bad("rerank_method", "rerank method %q is unknown: use %s", s.RerankMethod, strings.Join(rerankMethods, ", "))
 	}
 	seen := map[string]bool{}
 	for _, a := range s.Aliases {

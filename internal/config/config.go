@@ -41,6 +41,10 @@ type Config struct {
 	MaxQueue          int           `yaml:"max_queue"`
 	KeepAlive         time.Duration `yaml:"keep_alive"`
 	MaxLoaded         int           `yaml:"max_loaded"`
+	// RerankModel serves searches that ask for reranking without naming a
+	// model (default: the first installed cross-encoder, else the default
+	// chat model with the chat-logits method).
+	RerankModel string `yaml:"rerank_model"`
 	// Models configures upstream models, local models from other paths, and
 	// aliases, limits and deprecation (YAML only; see docs/models.md).
 	Models []catalog.Spec `yaml:"models"`
@@ -73,6 +77,7 @@ var settings = []setting{
 	{"MaxQueue", "max_queue", "SOVEREIGN_MAX_QUEUE", "16", "requests waiting per model beyond its slots before 503"},
 	{"KeepAlive", "keep_alive", "SOVEREIGN_KEEP_ALIVE", "5m", "unload a model after this long idle (negative: never)"},
 	{"MaxLoaded", "max_loaded", "SOVEREIGN_MAX_LOADED", "2", "most models loaded at once"},
+	{"RerankModel", "rerank_model", "SOVEREIGN_RERANK_MODEL", "", "default rerank model (default: the first installed cross-encoder, else the default chat model)"},
 }
 
 // Load builds the configuration from defaults, the YAML file named by

@@ -177,3 +177,18 @@ func (s *stream) Close() error {
 	})
 	return nil
 }
+
+var _ inference.Reranker = (*Manager)(nil)
+
+// Rerank scores documents against a query on the model's runner: with rank
+// pooling for a cross-encoder, from the yes/no answer logits for a chat
+// model. Results are in input order. Bad inputs are inference.InvalidError;
+// a model that cannot rerank is an InvalidError naming the model.
+func (m *Manager) Rerank(ctx context.Context, req inference.RerankRequest) (inference.RerankResponse, error) {
+	var out inference.RerankResponse
+	err := m.call(ctx, req.Model, "/rerank", req, &out)
+	if err == nil && len(out.Results) != len(req.Documents) {
+		err = fmt.Errorf("runner for %s returned %d rerank results for %d documents", req.Model, len(out.Results), len(req.Documents))
+	}
+	return out, err
+}

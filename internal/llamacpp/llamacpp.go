@@ -280,6 +280,19 @@ func (m *Model) ChatTemplate() string {
 	return C.GoString(t)
 }
 
+// NamedTemplate is the model's template called name (for example
+// "rerank", the prompt format of a cross-encoder reranker with {query} and
+// {document} placeholders), or "" when it has none.
+func (m *Model) NamedTemplate(name string) string {
+	cn := C.CString(name)
+	defer C.free(unsafe.Pointer(cn))
+	t := C.llama_model_chat_template(m.m, cn)
+	if t == nil {
+		return ""
+	}
+	return C.GoString(t)
+}
+
 // IsEOG reports whether tok ends generation (EOS, EOT and similar).
 func (m *Model) IsEOG(tok Token) bool { return bool(C.llama_vocab_is_eog(m.vocab, C.llama_token(tok))) }
 
@@ -288,6 +301,18 @@ func (m *Model) BOS() Token { return Token(C.llama_vocab_bos(m.vocab)) }
 
 // AddBOS reports whether tokenization adds BOS by default.
 func (m *Model) AddBOS() bool { return bool(C.llama_vocab_get_add_bos(m.vocab)) }
+
+// EOS returns the end-of-sequence token, or -1.
+func (m *Model) EOS() Token { return Token(C.llama_vocab_eos(m.vocab)) }
+
+// SEP returns the sentence separator token (BERT's [SEP]), or -1.
+func (m *Model) SEP() Token { return Token(C.llama_vocab_sep(m.vocab)) }
+
+// AddEOS reports whether tokenization adds EOS by default.
+func (m *Model) AddEOS() bool { return bool(C.llama_vocab_get_add_eos(m.vocab)) }
+
+// AddSEP reports whether tokenization adds SEP by default.
+func (m *Model) AddSEP() bool { return bool(C.llama_vocab_get_add_sep(m.vocab)) }
 
 // Tokenize converts text to tokens. addSpecial adds BOS/EOS as the model
 // wants; parseSpecial turns special-token text such as <|im_start|> into
@@ -555,6 +580,26 @@ func (c *Context) Logprobs(idx int, tok Token, n int) (float32, []Logprob) {
 		}
 	}
 	return float32(lp), top
+}
+
+// TokenLogits returns the raw logits of the given tokens at batch position
+// idx of the last decode (a position added with logits set), in the order
+// of toks. It returns nil when the decode produced no logits at idx.
+func (c *Context) TokenLogits(idx int, toks []Token) []float32 {
+	p := C.llama_get_logits_ith(c.c, C.int32_t(idx))
+	if p == nil {
+		return nil
+	}
+	all := unsafe.Slice((*float32)(unsafe.Pointer(p)), c.nVocab)
+	out := make([]float32, len(toks))
+	for i, t := range toks {
+		if t >= 0 && int(t) < c.nVocab {
+			out[i] = all[t]
+		} else {
+			out[i] = float32(math.Inf(-1))
+		}
+	}
+	return out
 }
 
 // Batch is a llama_batch of single-sequence tokens.

@@ -1,6 +1,7 @@
 package models
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/sovereign-ai/sovereign/internal/gguf"
@@ -42,13 +43,49 @@ func readMeta(p string) (Manifest, error) {
 	m.EmbeddingLength, _ = f.Uint(arch + ".embedding_length")
 	pooling, hasPooling := f.Uint(arch + ".pooling_type")
 	m.Capabilities = capabilities(arch, pooling, hasPooling)
+	m.RerankMethod = rerankMethod(m.Capabilities, hasPooling && pooling == poolingRank)
 	return m, nil
+}
+
+// Rerank methods, as in [Manifest.RerankMethod].
+const (
+	// RerankCrossEncoder: a model with rank pooling scores each (query,
+	// document) pair directly.
+	RerankCrossEncoder = "cross-encoder"
+	// RerankChatLogits: a chat model scores a pair by the probability that
+	// it answers "yes" to whether the document is relevant.
+	RerankChatLogits = "chat-logits"
+)
+
+// rerankMethod is how a model with caps reranks: cross-encoder for rank
+// pooling, chat-logits for a causal language model, "" otherwise.
+func rerankMethod(caps []string, rank bool) string {
+	switch {
+	case rank:
+		return RerankCrossEncoder
+	case slices.Contains(caps, CapChat) && slices.Contains(caps, CapRerank):
+		return RerankChatLogits
+	}
+	return ""
+}
+
+// upgrade fills what a manifest written by an older Sovereign lacks: chat
+// models rerank with the chat-logits method, and rank-pooling models are
+// cross-encoders. It is applied when manifests are read.
+func (m *Manifest) upgrade() {
+	if m.Has(CapChat) && !m.Has(CapRerank) {
+		m.Capabilities = append(slices.Clone(m.Capabilities), CapRerank)
+	}
+	if m.RerankMethod == "" && m.Has(CapRerank) {
+		m.RerankMethod = rerankMethod(m.Capabilities, !m.Has(CapChat))
+	}
 }
 
 // capabilities decides what a model serves from its architecture and
 // pooling type: rank pooling means a reranker, an encoder architecture or
 // any other pooling means an embedding model, and everything else is a
-// causal language model serving chat and completions.
+// causal language model serving chat and completions, and reranking by its
+// yes/no answer logits (the chat-logits method).
 func capabilities(arch string, pooling uint64, hasPooling bool) []string {
 	switch {
 	case hasPooling && pooling == poolingRank:
@@ -57,7 +94,7 @@ func capabilities(arch string, pooling uint64, hasPooling bool) []string {
 		hasPooling && pooling != poolingNone:
 		return []string{CapEmbeddings}
 	default:
-		return []string{CapChat, CapCompletions}
+		return []string{CapChat, CapCompletions, CapRerank}
 	}
 }
 

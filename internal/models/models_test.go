@@ -31,8 +31,8 @@ func TestPullFileWritesModelAndManifest(t *testing.T) {
 		t.Errorf("default id = %q, want tiny-llama", m.ID)
 	}
 	want := Manifest{
-		ID: "tiny-llama", Family: "llama", Capabilities: []string{CapChat, CapCompletions},
-		ContextLength: 128, EmbeddingLength: 8, Parameters: 32, Quantization: "Q4_K_M",
+		ID: "tiny-llama", Family: "llama", Capabilities: []string{CapChat, CapCompletions, CapRerank},
+		RerankMethod: RerankChatLogits, ContextLength: 128, EmbeddingLength: 8, Parameters: 32, Quantization: "Q4_K_M",
 		HasChatTemplate: true, ChatTemplate: "{{ messages }}", Source: "file://" + src,
 		SHA256: sha(data), Size: int64(len(data)), File: ModelFile, CreatedAt: m.CreatedAt,
 	}
@@ -50,7 +50,7 @@ func TestPullFileWritesModelAndManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{`"context_length": 128`, `"has_chat_template": true`, `"quantization": "Q4_K_M"`, `"created_at"`, `"sha256": "` + sha(data)} {
+	for _, key := range []string{`"context_length": 128`, `"has_chat_template": true`, `"quantization": "Q4_K_M"`, `"created_at"`, `"sha256": "` + sha(data), `"rerank_method": "chat-logits"`} {
 		if !bytes.Contains(raw, []byte(key)) {
 			t.Errorf("manifest.json lacks %s:\n%s", key, raw)
 		}
@@ -101,14 +101,14 @@ func TestCapabilities(t *testing.T) {
 		pooling int
 		want    []string
 	}{
-		{"llama", -1, []string{CapChat, CapCompletions}},
-		{"gemma3", -1, []string{CapChat, CapCompletions}},
+		{"llama", -1, []string{CapChat, CapCompletions, CapRerank}},
+		{"gemma3", -1, []string{CapChat, CapCompletions, CapRerank}},
 		{"bert", -1, []string{CapEmbeddings}},
 		{"nomic-bert", 1, []string{CapEmbeddings}},
 		{"jina-bert-v2", 2, []string{CapEmbeddings}},
 		{"qwen3", 3, []string{CapEmbeddings}}, // a causal LM with last-token pooling
 		{"bert", 4, []string{CapRerank}},
-		{"llama", 0, []string{CapChat, CapCompletions}},
+		{"llama", 0, []string{CapChat, CapCompletions, CapRerank}},
 	} {
 		got := capabilities(c.arch, uint64(max(c.pooling, 0)), c.pooling >= 0)
 		if !reflect.DeepEqual(got, c.want) {
@@ -123,8 +123,34 @@ func TestCapabilities(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(m.Capabilities, []string{CapRerank}) {
-		t.Errorf("rank pooling model capabilities = %v", m.Capabilities)
+	if !reflect.DeepEqual(m.Capabilities, []string{CapRerank}) || m.RerankMethod != RerankCrossEncoder {
+		t.Errorf("rank pooling model capabilities = %v, rerank method %q", m.Capabilities, m.RerankMethod)
+	}
+}
+
+func TestOldManifestsGainChatLogitsRerank(t *testing.T) {
+	// A manifest written before chat models could rerank lists chat and
+	// completions only; reading it adds rerank with the chat-logits method.
+	s := newStore(t)
+	dir := filepath.Join(s.Dir(), "old-chat")
+	writeFile(t, filepath.Join(dir, ModelFile), llamaGGUF().bytes())
+	writeFile(t, filepath.Join(dir, ManifestFile), []byte(`{"id":"old-chat","family":"llama","capabilities":["chat","completions"],"file":"model.gguf"}`))
+	dir = filepath.Join(s.Dir(), "old-emb")
+	writeFile(t, filepath.Join(dir, ModelFile), bertGGUF().bytes())
+	writeFile(t, filepath.Join(dir, ManifestFile), []byte(`{"id":"old-emb","family":"bert","capabilities":["embeddings"],"file":"model.gguf"}`))
+	m, err := s.Get("old-chat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(m.Capabilities, []string{CapChat, CapCompletions, CapRerank}) || m.RerankMethod != RerankChatLogits {
+		t.Errorf("old chat manifest: capabilities %v, rerank method %q", m.Capabilities, m.RerankMethod)
+	}
+	m, err = s.Get("old-emb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(m.Capabilities, []string{CapEmbeddings}) || m.RerankMethod != "" {
+		t.Errorf("old embedding manifest: capabilities %v, rerank method %q", m.Capabilities, m.RerankMethod)
 	}
 }
 

@@ -65,10 +65,14 @@ type Manifest struct {
 	ID string `json:"id"`
 	// Family is the GGUF general.architecture (llama, gemma3, bert, …).
 	Family string `json:"family"`
-	// Capabilities lists what the model can serve: chat and completions for
-	// causal language models, embeddings for encoder or pooling models,
-	// rerank for models whose pooling type is rank.
+	// Capabilities lists what the model can serve: chat, completions and
+	// rerank for causal language models, embeddings for encoder or pooling
+	// models, rerank for models whose pooling type is rank.
 	Capabilities []string `json:"capabilities"`
+	// RerankMethod is how the model serves rerank: "cross-encoder" for rank
+	// pooling, "chat-logits" for chat models (scored by their "yes"/"no"
+	// answer), empty when it cannot rerank.
+	RerankMethod string `json:"rerank_method,omitempty"`
 	// ContextLength is the training context length in tokens (0 if unknown).
 	ContextLength uint64 `json:"context_length"`
 	// EmbeddingLength is the width of the model's hidden state, which is the
@@ -241,6 +245,7 @@ func (s *Store) read(name string) (Manifest, error) {
 	if m.ID != name {
 		return Manifest{}, fmt.Errorf("%s: id %q does not match directory name %q", ManifestFile, m.ID, name)
 	}
+	m.upgrade()
 	file := m.File
 	if file == "" {
 		file = ModelFile

@@ -73,33 +73,46 @@ func (e *Embedder) Embed(inputs []string) (inference.EmbeddingResponse, error) {
 		toks[i] = t
 		total += len(t)
 	}
+	out, err := e.pooled(toks)
+	if err != nil {
+		return inference.EmbeddingResponse{}, err
+	}
+	for _, v := range out {
+		normalize(v)
+	}
+	return inference.EmbeddingResponse{Embeddings: out, PromptTokens: total}, nil
+}
+
+// pooled decodes each token sequence (each at most maxLen tokens), packing
+// up to nSeq sequences per batch, and returns the pooled output of each,
+// in order (for rank pooling, one score per sequence).
+func (e *Embedder) pooled(toks [][]llamacpp.Token) ([][]float32, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	out := make([][]float32, len(inputs))
-	for start := 0; start < len(inputs); {
+	out := make([][]float32, len(toks))
+	for start := 0; start < len(toks); {
 		e.batch.Clear()
 		e.lctx.ClearMemory()
 		end := start
-		for end < len(inputs) && end-start < e.nSeq && e.batch.Len()+len(toks[end]) <= e.batch.Cap() {
+		for end < len(toks) && end-start < e.nSeq && e.batch.Len()+len(toks[end]) <= e.batch.Cap() {
 			for p, t := range toks[end] {
 				e.batch.Add(t, p, end-start, true)
 			}
 			end++
 		}
 		if err := e.lctx.Decode(e.batch); err != nil {
-			return inference.EmbeddingResponse{}, err
+			return nil, err
 		}
 		for i := start; i < end; i++ {
 			v := e.lctx.Embedding(i-start, 0)
 			if v == nil {
-				return inference.EmbeddingResponse{}, fmt.Errorf("no embedding returned for input %d", i)
+				return nil, fmt.Errorf("no pooled output returned for input %d", i)
 			}
-			normalize(v)
 			out[i] = v
 		}
 		start = end
 	}
-	return inference.EmbeddingResponse{Embeddings: out, PromptTokens: total}, nil
+	return out, nil
 }
 
 func normalize(v []float32) {

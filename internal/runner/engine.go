@@ -26,6 +26,17 @@ type job struct {
 	sampler  *llamacpp.Sampler
 	out      *eventQueue
 	enqueued time.Time
+	// score, when set, makes this a scoring job: no sampling; the logits
+	// at the last prompt position are read into score.result and the job
+	// ends with a Done event.
+	score *scoreJob
+}
+
+// freeSampler releases the job's sampler, if it has one.
+func (j *job) freeSampler() {
+	if j.sampler != nil {
+		j.sampler.Free()
+	}
 }
 
 // slot is one sequence of the shared context.
@@ -260,7 +271,7 @@ func (e *Engine) freeSlot() bool {
 // its prompt (least recently used on ties) and drops the rest of that cache.
 func (e *Engine) admit(j *job) {
 	if j.ctx.Err() != nil {
-		j.sampler.Free()
+		j.freeSampler()
 		j.out.push(inference.Event{Error: "request cancelled"})
 		return
 	}
@@ -374,6 +385,10 @@ func (e *Engine) step() {
 
 func (e *Engine) sample(s *slot) {
 	j := s.job
+	if j.score != nil {
+		e.scoreSlot(s)
+		return
+	}
 	tok, err := j.sampler.Sample(e.lctx, s.batchIdx)
 	if err != nil {
 		e.finish(s, inference.Event{Error: err.Error()})
@@ -422,7 +437,7 @@ func (e *Engine) finish(s *slot, ev inference.Event) {
 		ev.Usage = &inference.Usage{PromptTokens: len(j.prompt), CompletionTokens: s.generated, CachedTokens: s.cached}
 	}
 	j.out.push(ev)
-	j.sampler.Free()
+	j.freeSampler()
 	s.job = nil
 	s.hasTok = false
 	s.batchIdx = -1
@@ -440,7 +455,7 @@ func (e *Engine) failAll(msg string) {
 	for {
 		select {
 		case j := <-e.queue:
-			j.sampler.Free()
+			j.freeSampler()
 			j.out.push(inference.Event{Error: msg})
 		default:
 			return

@@ -39,6 +39,8 @@ type Server struct {
 	embedder *Embedder
 	ready    atomic.Bool
 	template string
+	// yes and no are the answer tokens of the chat-logits rerank method.
+	yes, no []llamacpp.Token
 }
 
 // Run listens, loads the model, and serves until ctx ends. It returns an
@@ -86,6 +88,7 @@ func (s *Server) load() error {
 	if !isEmbeddingModel(m) {
 		s.engine, err = NewEngine(m, s.cfg.Engine, s.cfg.Log)
 		s.template = m.ChatTemplate()
+		s.yes, s.no = answerTokens(m, yesWords), answerTokens(m, noWords)
 	} else {
 		s.embedder, err = NewEmbedder(m, s.cfg.Engine.Threads)
 	}
@@ -125,6 +128,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /health", s.health)
 	mux.HandleFunc("POST /completion", s.ready2(s.completion))
 	mux.HandleFunc("POST /embedding", s.ready2(s.embedding))
+	mux.HandleFunc("POST /rerank", s.ready2(s.rerank))
 	mux.HandleFunc("POST /tokenize", s.ready2(s.tokenize))
 	mux.HandleFunc("POST /detokenize", s.ready2(s.detokenize))
 	mux.HandleFunc("POST /apply-template", s.ready2(s.applyTemplate))
@@ -167,6 +171,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	} else {
 		h.Kind = runnerproto.KindEmbed
 	}
+	h.RerankMethod = s.rerankMethod()
 	writeJSON(w, http.StatusOK, h)
 }
 
@@ -305,6 +310,38 @@ func (s *Server) embedding(w http.ResponseWriter, r *http.Request) {
 	}
 	resp, err := s.embedder.Embed(req.Input)
 	if err != nil {
+		fail(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) rerank(w http.ResponseWriter, r *http.Request) {
+	var req inference.RerankRequest
+	if err := decode(r, &req); err != nil {
+		fail(w, err)
+		return
+	}
+	if err := validateRerank(req); err != nil {
+		fail(w, err)
+		return
+	}
+	var (
+		resp inference.RerankResponse
+		err  error
+	)
+	switch s.rerankMethod() {
+	case runnerproto.RerankCrossEncoder:
+		resp, err = s.embedder.Rerank(req.Query, req.Documents)
+	case runnerproto.RerankChatLogits:
+		resp, err = s.chatRerank(r.Context(), req)
+	default:
+		err = fmt.Errorf("%w: it is an embedding model without rank pooling, so it cannot rerank", inference.ErrUnsupported)
+	}
+	if err != nil {
+		if r.Context().Err() != nil {
+			return // client gone
+		}
 		fail(w, err)
 		return
 	}

@@ -5,6 +5,7 @@
 //	GET  /health          → Health (503 with status "loading" until the model is loaded)
 //	POST /completion      inference.CompletionRequest → NDJSON inference.Event…
 //	POST /embedding       inference.EmbeddingRequest  → inference.EmbeddingResponse
+//	POST /rerank          inference.RerankRequest     → inference.RerankResponse (one result per document, in input order)
 //	POST /tokenize        inference.TokenizeRequest   → inference.TokenizeResponse
 //	POST /detokenize      inference.DetokenizeRequest → inference.DetokenizeResponse
 //	POST /apply-template  TemplateRequest             → TemplateResponse
@@ -35,7 +36,20 @@ type Health struct {
 	NVocab       int    `json:"n_vocab,omitempty"`
 	NEmbd        int    `json:"n_embd,omitempty"`
 	ChatTemplate bool   `json:"chat_template,omitempty"`
+	// RerankMethod is how the model reranks (RerankCrossEncoder or
+	// RerankChatLogits), "" when it cannot.
+	RerankMethod string `json:"rerank_method,omitempty"`
 }
+
+// Rerank methods.
+const (
+	// RerankCrossEncoder scores a (query, document) pair with a model whose
+	// pooling type is rank; the relevance is sigmoid(score).
+	RerankCrossEncoder = "cross-encoder"
+	// RerankChatLogits scores a pair with a chat model: the relevance is
+	// P(yes) / (P(yes) + P(no)) for its first answer token.
+	RerankChatLogits = "chat-logits"
+)
 
 // Error codes.
 const (

@@ -1,0 +1,364 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/inference"
+	"github.com/sovereign-ai/sovereign/internal/llamacpp"
+	"github.com/sovereign-ai/sovereign/internal/runnerproto"
+)
+
+// Reranking has two methods, chosen by the model:
+//
+//   - cross-encoder (runnerproto.RerankCrossEncoder): a model whose pooling
+//     type is rank. Each (query, document) pair is formatted the way
+//     llama-server formats rerank prompts — the model's "rerank" template
+//     with {query} and {document} when the GGUF has one, else
+//     [BOS] query [EOS] [SEP] document [EOS] — decoded with rank pooling,
+//     and the pooled logit is reported as sigmoid(logit), in [0, 1].
+//   - chat-logits (runnerproto.RerankChatLogits): a causal chat model. Each
+//     pair becomes a chat prompt (the Qwen3-Reranker recipe: a system
+//     message asking for a "yes" or "no" judgement, the query and the
+//     document, then the start of the assistant's turn; a base model
+//     without a chat template gets a plain few-shot prompt instead, see
+//     baseRerankPrompt), decoded by the
+//     generation engine like any prompt (so pairs share decode steps and
+//     the instruction+query prefix is reused from the KV cache), and the
+//     relevance is P(yes) / (P(yes) + P(no)) over the logits of the first
+//     answer token, each side summing its spelling variants.
+
+// rerankSystem and rerankInstruction are the chat-logits prompt for models
+// with a chat template (instruction-tuned). They are general: nothing in
+// them depends on a domain or a test.
+const (
+	rerankSystem = `Judge whether the Document meets the requirements based on the Query and the Instruct provided. Note that the answer can only be "yes" or "no".`
+	// rerankInstruction follows Qwen3-Reranker's default instruction.
+	rerankInstruction = "Given a web search query, retrieve relevant passages that answer the query"
+)
+
+// baseRerankPrompt is the chat-logits prompt for base models (a GGUF
+// without a chat template, such as the default Gemma 3 270M): a short
+// instruction and two worked examples in plain text, which a pretrained
+// model continues with " yes" or " no". Measured on the default model, this
+// puts about 97% of the next-token probability on the answer words, where
+// the system/user transcript used for chat puts about 2% there and ranks
+// worse. The examples are generic and unrelated to any caller's data.
+const baseRerankPrompt = `Decide whether each document is relevant to the search query: answer "yes" if the document answers the query or is about what the query asks, "no" otherwise.
+
+Query: how many legs does a spider have
+Document: Spiders are arachnids with eight legs and two body segments.
+Relevant: yes
+
+Query: how many legs does a spider have
+Document: The Roman Empire was ruled by emperors for centuries.
+Relevant: no
+
+Query: ` + queryMark + `
+Document: ` + docMark + `
+Relevant:`
+
+// Placeholders split the formatted chat prompt into the fixed text and the
+// caller's query and document, which are tokenized without parsing special
+// tokens (a document cannot inject <|im_end|> or similar).
+const (
+	queryMark = "\x1equery\x1e"
+	docMark   = "\x1edocument\x1e"
+)
+
+// answerWords are the spellings of the answer's first token that count as
+// "yes" or "no"; only those the vocabulary holds as one token are used.
+var (
+	yesWords = []string{"yes", "Yes", "YES", " yes", " Yes", " YES"}
+	noWords  = []string{"no", "No", "NO", " no", " No", " NO"}
+)
+
+// scoreJob is the part of a job that scores instead of sampling.
+type scoreJob struct {
+	yes, no []llamacpp.Token
+	result  float64
+}
+
+// scoreSlot reads the yes/no logits at the slot's last prompt position and
+// ends its job.
+func (e *Engine) scoreSlot(s *slot) {
+	j := s.job
+	toks := append(append([]llamacpp.Token{}, j.score.yes...), j.score.no...)
+	l := e.lctx.TokenLogits(s.batchIdx, toks)
+	if l == nil {
+		e.finish(s, inference.Event{Error: "no logits for the scored prompt"})
+		return
+	}
+	j.score.result = yesProbability(l[:len(j.score.yes)], l[len(j.score.yes):])
+	e.finish(s, inference.Event{Done: true, FinishReason: inference.FinishStop})
+}
+
+// yesProbability is P(yes) / (P(yes) + P(no)) from raw logits: a softmax
+// restricted to the answer tokens, computed stably.
+func yesProbability(yes, no []float32) float64 {
+	m := math.Inf(-1)
+	for _, v := range append(append([]float32{}, yes...), no...) {
+		m = math.Max(m, float64(v))
+	}
+	var py, pn float64
+	for _, v := range yes {
+		py += math.Exp(float64(v) - m)
+	}
+	for _, v := range no {
+		pn += math.Exp(float64(v) - m)
+	}
+	if py+pn == 0 || math.IsNaN(py+pn) {
+		return 0.5
+	}
+	return py / (py + pn)
+}
+
+// Score runs each prompt through the engine, sharing decode steps with
+// other requests, and returns P(yes)/(P(yes)+P(no)) at each prompt's end.
+// At most one prompt per slot is queued at a time. Each prompt must be
+// shorter than CtxPerSlot. It returns ctx's error when the caller goes
+// away and an error when the engine stops.
+func (e *Engine) Score(ctx context.Context, prompts [][]llamacpp.Token, yes, no []llamacpp.Token) ([]float64, error) {
+	for i, p := range prompts {
+		if len(p) == 0 || len(p) >= e.nCtxSeq {
+			return nil, fmt.Errorf("score prompt %d has %d tokens; it must have 1 to %d", i, len(p), e.nCtxSeq-1)
+		}
+	}
+	out := make([]float64, len(prompts))
+	type pending struct {
+		i int
+		j *job
+	}
+	var inflight []pending
+	next := 0
+	for next < len(prompts) || len(inflight) > 0 {
+		for next < len(prompts) && len(inflight) < len(e.slots) {
+			j := &job{ctx: ctx, prompt: prompts[next], out: newEventQueue(), enqueued: time.Now(),
+				score: &scoreJob{yes: yes, no: no}}
+			select {
+			case e.queue <- j:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-e.quit:
+				return nil, errors.New("runner shutting down")
+			}
+			inflight = append(inflight, pending{next, j})
+			next++
+		}
+		p := inflight[0]
+		inflight = inflight[1:]
+	wait:
+		for {
+			evs, err := p.j.out.next(ctx)
+			if err != nil {
+				return nil, err
+			}
+			for _, ev := range evs {
+				if ev.Error != "" {
+					return nil, errors.New(ev.Error)
+				}
+				if ev.Done {
+					break wait
+				}
+			}
+		}
+		out[p.i] = p.j.score.result
+	}
+	return out, nil
+}
+
+// answerTokens returns the single-token spellings of words in m's
+// vocabulary.
+func answerTokens(m *llamacpp.Model, words []string) []llamacpp.Token {
+	var out []llamacpp.Token
+	seen := map[llamacpp.Token]bool{}
+	for _, w := range words {
+		t, err := m.Tokenize(w, false, false)
+		if err != nil || len(t) != 1 || seen[t[0]] {
+			continue
+		}
+		seen[t[0]] = true
+		out = append(out, t[0])
+	}
+	return out
+}
+
+// rerankMethod is how this runner's model reranks ("" when it cannot).
+func (s *Server) rerankMethod() string {
+	switch {
+	case s.embedder != nil && s.embedder.lctx.PoolingType() == llamacpp.PoolingRank:
+		return runnerproto.RerankCrossEncoder
+	case s.engine != nil && len(s.yes) > 0 && len(s.no) > 0:
+		return runnerproto.RerankChatLogits
+	}
+	return ""
+}
+
+// validateRerank checks a rerank request's inputs.
+func validateRerank(req inference.RerankRequest) error {
+	if strings.TrimSpace(req.Query) == "" {
+		return &inference.InvalidError{Param: "query", Message: "'query' must be a non-empty string"}
+	}
+	if len(req.Documents) == 0 {
+		return &inference.InvalidError{Param: "documents", Message: "'documents' must hold at least one document"}
+	}
+	for i, d := range req.Documents {
+		if strings.TrimSpace(d) == "" {
+			return &inference.InvalidError{Param: fmt.Sprintf("documents[%d]", i), Message: "a document must not be empty"}
+		}
+	}
+	return nil
+}
+
+// chatRerank scores the pairs with the chat-logits method.
+func (s *Server) chatRerank(ctx context.Context, req inference.RerankRequest) (inference.RerankResponse, error) {
+	prompts, total, err := s.chatRerankPrompts(req.Query, req.Documents)
+	if err != nil {
+		return inference.RerankResponse{}, err
+	}
+	scores, err := s.engine.Score(ctx, prompts, s.yes, s.no)
+	if err != nil {
+		return inference.RerankResponse{}, err
+	}
+	res := inference.RerankResponse{PromptTokens: total, Results: make([]inference.RerankResult, len(scores))}
+	for i, sc := range scores {
+		res.Results[i] = inference.RerankResult{Index: i, RelevanceScore: sc}
+	}
+	return res, nil
+}
+
+// chatRerankPrompts builds one prompt per document: the chat-formatted
+// instruction and query (identical for every document, so the engine
+// reuses its KV cache), the document, cut to fit the context of a slot,
+// and the start of the assistant's answer.
+func (s *Server) chatRerankPrompts(query string, docs []string) ([][]llamacpp.Token, int, error) {
+	text := baseRerankPrompt
+	if s.template != "" {
+		user := "<Instruct>: " + rerankInstruction + "\n<Query>: " + queryMark + "\n<Document>: " + docMark
+		var err error
+		text, _, err = s.format([]inference.Message{{Role: "system", Content: rerankSystem}, {Role: "user", Content: user}})
+		if err != nil {
+			return nil, 0, err
+		}
+	}
+	qi, di := strings.Index(text, queryMark), strings.Index(text, docMark)
+	if qi < 0 || di < qi {
+		return nil, 0, errors.New("the chat template did not keep the rerank prompt's query and document in order")
+	}
+	a, b, c := text[:qi], text[qi+len(queryMark):di], text[di+len(docMark):]
+	var prefix []llamacpp.Token
+	for _, part := range []struct {
+		text            string
+		special, parsed bool
+	}{{a, true, true}, {query, false, false}, {b, false, true}} {
+		t, err := s.model.Tokenize(part.text, part.special, part.parsed)
+		if err != nil {
+			return nil, 0, &inference.InvalidError{Param: "query", Message: err.Error()}
+		}
+		prefix = append(prefix, t...)
+	}
+	suffix, err := s.model.Tokenize(c, false, true)
+	if err != nil {
+		return nil, 0, err
+	}
+	room := s.engine.CtxPerSlot() - 1 - len(prefix) - len(suffix)
+	if room < 1 {
+		return nil, 0, &inference.InvalidError{Param: "query", Message: fmt.Sprintf(
+			"the query is too long: with the rerank prompt it takes %d tokens and this model's context per request is %d tokens",
+			len(prefix)+len(suffix)+1, s.engine.CtxPerSlot())}
+	}
+	out := make([][]llamacpp.Token, len(docs))
+	total := 0
+	for i, d := range docs {
+		dt, err := s.model.Tokenize(d, false, false)
+		if err != nil {
+			return nil, 0, &inference.InvalidError{Param: fmt.Sprintf("documents[%d]", i), Message: err.Error()}
+		}
+		if len(dt) > room {
+			dt = dt[:room] // truncate the document, as llama-server does
+		}
+		p := make([]llamacpp.Token, 0, len(prefix)+len(dt)+len(suffix))
+		p = append(append(append(p, prefix...), dt...), suffix...)
+		out[i] = p
+		total += len(p)
+	}
+	return out, total, nil
+}
+
+// Rerank scores each document against query with the cross-encoder's rank
+// pooling and returns sigmoid(score) per document, in input order. A
+// document that does not fit the model's context with the query is cut;
+// a query that leaves no room is an InvalidError.
+func (e *Embedder) Rerank(query string, docs []string) (inference.RerankResponse, error) {
+	m := e.model
+	pairs := make([][]llamacpp.Token, len(docs))
+	total := 0
+	if tmpl := m.NamedTemplate("rerank"); tmpl != "" {
+		// The model's own rerank prompt: the document is cut on the
+		// rendered prompt's tokens when too long.
+		for i, d := range docs {
+			p := strings.ReplaceAll(strings.ReplaceAll(tmpl, "{query}", query), "{document}", d)
+			t, err := m.Tokenize(p, false, true)
+			if err != nil {
+				return inference.RerankResponse{}, &inference.InvalidError{Param: fmt.Sprintf("documents[%d]", i), Message: err.Error()}
+			}
+			if len(t) > e.maxLen {
+				return inference.RerankResponse{}, &inference.InvalidError{Param: fmt.Sprintf("documents[%d]", i), Message: fmt.Sprintf(
+					"the query and document take %d tokens; this model's maximum is %d", len(t), e.maxLen)}
+			}
+			pairs[i] = t
+			total += len(t)
+		}
+	} else {
+		eos := m.EOS()
+		if eos < 0 {
+			eos = m.SEP()
+		}
+		q, err := m.Tokenize(query, false, false)
+		if err != nil {
+			return inference.RerankResponse{}, &inference.InvalidError{Param: "query", Message: err.Error()}
+		}
+		var head, mid, tail []llamacpp.Token
+		if m.AddBOS() {
+			head = append(head, m.BOS())
+		}
+		if m.AddEOS() && eos >= 0 {
+			mid = append(mid, eos)
+			tail = append(tail, eos)
+		}
+		if m.AddSEP() && m.SEP() >= 0 {
+			mid = append(mid, m.SEP())
+		}
+		room := e.maxLen - len(head) - len(q) - len(mid) - len(tail)
+		if room < 1 {
+			return inference.RerankResponse{}, &inference.InvalidError{Param: "query", Message: fmt.Sprintf(
+				"the query has %d tokens; this model's maximum for a query and a document is %d", len(q), e.maxLen)}
+		}
+		for i, d := range docs {
+			dt, err := m.Tokenize(d, false, false)
+			if err != nil {
+				return inference.RerankResponse{}, &inference.InvalidError{Param: fmt.Sprintf("documents[%d]", i), Message: err.Error()}
+			}
+			if len(dt) > room {
+				dt = dt[:room]
+			}
+			p := make([]llamacpp.Token, 0, e.maxLen)
+			p = append(append(append(append(append(p, head...), q...), mid...), dt...), tail...)
+			pairs[i] = p
+			total += len(p)
+		}
+	}
+	scores, err := e.pooled(pairs)
+	if err != nil {
+		return inference.RerankResponse{}, err
+	}
+	res := inference.RerankResponse{PromptTokens: total, Results: make([]inference.RerankResult, len(docs))}
+	for i, v := range scores {
+		res.Results[i] = inference.RerankResult{Index: i, RelevanceScore: 1 / (1 + math.Exp(-float64(v[0])))}
+	}
+	return res, nil
+}
