@@ -176,7 +176,7 @@ func TestOpenAPISourcesResponsesMatch(t *testing.T) {
 				t.Fatalf("%s: param %v, want %s", bad.body, e["param"], bad.param)
 			}
 		}
-		// No rerank model on this deployment; a chat model cannot rerank.
+		// This deployment names no default rerank model.
 		if e := expectError(t, c.call("POST", path, map[string]any{"query": "zorblat", "rerank": true}), 400, "invalid_request_error"); e["param"] != "rerank" {
 			t.Fatalf("rerank true: param %v, want rerank", e["param"])
 		}

@@ -114,6 +114,32 @@ func TestCollectionsIngestSearchDelete(t *testing.T) {
 		}
 	}
 
+	// Reranked by the chat model (chat-logits): the fact's chunk stays
+	// first, every hit has a rerank score in [0, 1], best first.
+	reranked := e.json("POST", "/v1/collections/"+id+"/search", map[string]any{"query": "What fuel does the zorblat engine use?", "top_k": 3, "rerank": "gemma3-270m"}, 200)["data"].([]any)
+	prev := 2.0
+	for i, h := range reranked {
+		hit := h.(map[string]any)
+		sc, ok := hit["rerank_score"].(float64)
+		if !ok || sc < 0 || sc > 1 || sc > prev || hit["score"] != sc {
+			t.Fatalf("reranked hit %d: %v", i, hit)
+		}
+		prev = sc
+	}
+	if len(reranked) != 3 || reranked[0].(map[string]any)["document_id"] != docs["zorblat"] {
+		t.Fatalf("reranked search: %v", reranked)
+	}
+	for _, mode := range []string{"vector", "keyword"} {
+		hits := e.json("POST", "/v1/collections/"+id+"/search", map[string]any{"query": "zorblat engine coolant", "top_k": 3, "mode": mode}, 200)["data"].([]any)
+		if len(hits) == 0 || hits[0].(map[string]any)["document_id"] != docs["zorblat"] {
+			t.Fatalf("%s search: %v", mode, hits)
+		}
+		first := hits[0].(map[string]any)
+		if (mode == "vector") != (first["keyword_score"] == nil) || (mode == "keyword") != (first["vector_score"] == nil) {
+			t.Fatalf("%s search used the other retriever: %v", mode, first)
+		}
+	}
+
 	// Uploads of each text format; bad files are 400 and store nothing.
 	for _, f := range []struct{ name, ctype, body, title string }{
 		{"notes.txt", "text/plain", "Plain notes about the glass bridge of Ostra.", "notes.txt"},
