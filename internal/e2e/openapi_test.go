@@ -1037,7 +1037,14 @@ func TestOpenAPIModelCatalogResponsesMatch(t *testing.T) {
 		if r0 := x.json(t)["results"].([]any)[0].(map[string]any); r0["document"] != nil {
 			t.Fatalf("return_documents false: %v", r0)
 		}
-		expectError(t, c.call("POST", "/v1/rerank", map[string]any{"model": "tiny", "query": "q", "documents": []string{"a"}}), 400, "invalid_request_error")
+		// A local chat model reranks by chat-logits; an upstream without the
+		// rerank capability is refused.
+		x = c.call("POST", "/v1/rerank", map[string]any{"model": "tiny", "query": "q", "documents": []string{"a", "b"}})
+		expectStatus(t, x, 200)
+		if res := x.json(t)["results"].([]any); len(res) != 2 {
+			t.Fatalf("local rerank results %v", res)
+		}
+		expectError(t, c.call("POST", "/v1/rerank", map[string]any{"model": "configured", "query": "q", "documents": []string{"a"}}), 400, "invalid_request_error")
 		expectError(t, c.call("POST", "/v1/rerank", map[string]any{"model": "nope", "query": "q", "documents": []string{"a"}}), 404, "model_not_found")
 		expectError(t, c.callRaw("POST", "/v1/rerank", []byte(`{"model": "up", "query": "q", "documents": []}`)), 400, "invalid_request_error")
 	})

@@ -39,7 +39,9 @@ func (e *env) rerank(t *testing.T, body map[string]any) rerankOut {
 
 // TestDefaultChatModelReranks ranks documents with the default chat model
 // (chat-logits): in each clear-cut case the document that answers the
-// query comes first.
+// query comes first. The cases leave a margin of at least 0.045 between the
+// answer and the best distractor, above the ~0.03 by which a pair's score
+// moves with how its decode is batched (measured; see docs/rerank.md).
 func TestDefaultChatModelReranks(t *testing.T) {
 	e := newEnv(t, defaultStore(t), engine.Config{CtxPerSlot: 1024})
 
@@ -67,9 +69,9 @@ func TestDefaultChatModelReranks(t *testing.T) {
 		best  int
 	}{
 		{"What is the capital of France?", []string{
-			"The mitochondria is the powerhouse of the cell.",
+			"The stock market fell sharply on Monday.",
 			"Paris is the capital and largest city of France.",
-			"Bananas are rich in potassium.",
+			"Cats sleep for most of the day.",
 		}, 1},
 		{"How do I bake bread?", []string{
 			"The stock market fell sharply on Monday.",

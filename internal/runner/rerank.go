@@ -250,11 +250,21 @@ func (s *Server) chatRerankPrompts(query string, docs []string) ([][]llamacpp.To
 		return nil, 0, errors.New("the chat template did not keep the rerank prompt's query and document in order")
 	}
 	a, b, c := text[:qi], text[qi+len(queryMark):di], text[di+len(docMark):]
+	// A space before the query or document is tokenized with it, as a
+	// tokenizer sees "Query: text" whole (SentencePiece joins the space to
+	// the next word), so the pieces tokenize like the full prompt would.
+	qsp, dsp := "", ""
+	if strings.HasSuffix(a, " ") {
+		a, qsp = a[:len(a)-1], " "
+	}
+	if strings.HasSuffix(b, " ") {
+		b, dsp = b[:len(b)-1], " "
+	}
 	var prefix []llamacpp.Token
 	for _, part := range []struct {
 		text            string
 		special, parsed bool
-	}{{a, true, true}, {query, false, false}, {b, false, true}} {
+	}{{a, true, true}, {qsp + query, false, false}, {b, false, true}} {
 		t, err := s.model.Tokenize(part.text, part.special, part.parsed)
 		if err != nil {
 			return nil, 0, &inference.InvalidError{Param: "query", Message: err.Error()}
@@ -274,7 +284,7 @@ func (s *Server) chatRerankPrompts(query string, docs []string) ([][]llamacpp.To
 	out := make([][]llamacpp.Token, len(docs))
 	total := 0
 	for i, d := range docs {
-		dt, err := s.model.Tokenize(d, false, false)
+		dt, err := s.model.Tokenize(dsp+d, false, false)
 		if err != nil {
 			return nil, 0, &inference.InvalidError{Param: fmt.Sprintf("documents[%d]", i), Message: err.Error()}
 		}
