@@ -644,6 +644,14 @@ func testSources(t *testing.T, ks auth.KeyStore) {
 	if hits, _ := s.KeywordSearch(ctx, []string{"col_1"}, "unicode", 10); len(hits) != 1 || hits[0].ChunkID != ids[1] {
 		t.Fatalf("diacritics: %+v", hits)
 	}
+	// Function words do not match on their own ("the" is in the zorblat
+	// chunk), unless the query has nothing else.
+	if hits, _ := s.KeywordSearch(ctx, []string{"col_1"}, "the unicode words", 10); len(hits) != 1 || hits[0].ChunkID != ids[1] {
+		t.Fatalf("stopwords: %+v", hits)
+	}
+	if hits, _ := s.KeywordSearch(ctx, []string{"col_1"}, "the", 10); len(hits) != 1 || hits[0].ChunkID != ids[0] {
+		t.Fatalf("a query of stopwords alone: %+v", hits)
+	}
 	if hits, err := s.KeywordSearch(ctx, []string{"col_1"}, `") OR * NEAR( '|&!`, 10); err != nil || len(hits) != 0 {
 		t.Fatalf("syntax characters: %+v %v", hits, err)
 	}
