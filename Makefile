@@ -2,9 +2,11 @@
 #
 #   make run     build, fetch the default models if missing, start the server
 #   make test    install what tests need and run every test suite
-#   make bench   engine benchmark against llama-cpp-python, then gateway overhead
-#                against LiteLLM and Portkey (each prints a table)
-#   make bench-gateway   the gateway benchmark alone
+#   make bench   engine benchmark against llama-cpp-python, gateway overhead
+#                against LiteLLM and Portkey, then retrieval (ingestion, search
+#                latency, ANN recall, quality); each prints tables
+#   make bench-gateway     the gateway benchmark alone
+#   make bench-retrieval   the retrieval benchmark alone
 #
 # MARCH picks the CPU the llama.cpp kernels are compiled for: "native" (this
 # machine, fastest) or a portable level such as x86-64-v3 for a binary that
@@ -27,7 +29,7 @@ CGO_ENV    = CGO_ENABLED=1 \
 	CGO_CFLAGS="-O3 -march=$(MARCH)" CGO_CXXFLAGS="-O3 -march=$(MARCH)"
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run models test test-go test-sdk bench bench-gateway fmt vet clean deps
+.PHONY: all build run models test test-go test-sdk bench bench-gateway bench-retrieval fmt vet clean deps
 
 all: build
 
@@ -81,9 +83,13 @@ test-sdk:
 bench: models
 	@SOVEREIGN_MODELS_DIR="$(MODELS_DIR)" bash bench/engine/run.sh
 	@bash bench/gateway/run.sh
+	@SOVEREIGN_MODELS_DIR="$(MODELS_DIR)" bash bench/retrieval/run.sh
 
 bench-gateway: build
 	@bash bench/gateway/run.sh
+
+bench-retrieval: models
+	@SOVEREIGN_MODELS_DIR="$(MODELS_DIR)" bash bench/retrieval/run.sh
 
 fmt:
 	@gofmt -l -w $$(git ls-files '*.go')
