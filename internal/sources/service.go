@@ -51,11 +51,17 @@ type Service struct {
 	DefaultEmbeddingModel string
 	// EmbedBatch is how many chunks go to the embedder at once (default 32).
 	EmbedBatch int
-	Log        *slog.Logger
-	Now        func() time.Time
+	// IngestWorkers is how many documents are processed at once (default
+	// 2); the others wait their turn in status processing, so a burst of
+	// uploads does not overrun the embedding model's queue.
+	IngestWorkers int
+	Log           *slog.Logger
+	Now           func() time.Time
 
-	wg     sync.WaitGroup
-	loaded sync.Map // collection id → *sync.Once: vector index filled from the store
+	wg       sync.WaitGroup
+	workers  chan struct{}
+	initOnce sync.Once
+	loaded   sync.Map // collection id → *sync.Once: vector index filled from the store
 }
 
 // ensureIndex fills a collection's vector index from the store the first
@@ -114,9 +120,18 @@ func (s *Service) Ingest(ctx context.Context, c Collection, d Document) (Documen
 	if err := s.Store.CreateDocument(ctx, d); err != nil {
 		return Document{}, err
 	}
+	s.initOnce.Do(func() {
+		n := s.IngestWorkers
+		if n <= 0 {
+			n = 2
+		}
+		s.workers = make(chan struct{}, n)
+	})
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
+		s.workers <- struct{}{}
+		defer func() { <-s.workers }()
 		// Ingestion belongs to the document, not to the request.
 		bg := context.WithoutCancel(ctx)
 		if err := s.process(bg, c, d); err != nil {

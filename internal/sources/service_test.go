@@ -3,6 +3,7 @@ package sources_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"math"
 	"path/filepath"
@@ -220,6 +221,49 @@ func TestFuse(t *testing.T) {
 		f := sources.Fuse([]int64{vec, kw}, []int64{kw, vec})
 		if f[0].Score != f[1].Score || f[0].ID != vec {
 			t.Fatalf("tie %v: %+v", ids, f)
+		}
+	}
+}
+
+// countingEmbedder records how many Embed calls run at once.
+type countingEmbedder struct {
+	hashEmbedder
+	mu        sync.Mutex
+	now, peak int
+}
+
+func (c *countingEmbedder) Embed(ctx context.Context, req inference.EmbeddingRequest) (inference.EmbeddingResponse, error) {
+	c.mu.Lock()
+	c.now++
+	c.peak = max(c.peak, c.now)
+	c.mu.Unlock()
+	time.Sleep(5 * time.Millisecond)
+	defer func() { c.mu.Lock(); c.now--; c.mu.Unlock() }()
+	return c.hashEmbedder.Embed(ctx, req)
+}
+
+// TestIngestWorkersBoundConcurrency: a burst of documents is processed at
+// most IngestWorkers at a time, and every one turns ready.
+func TestIngestWorkersBoundConcurrency(t *testing.T) {
+	ctx := context.Background()
+	emb := &countingEmbedder{}
+	svc, c := newService(t, emb)
+	svc.IngestWorkers = 3
+	var ids []string
+	for i := 0; i < 10; i++ {
+		d, err := svc.Ingest(ctx, c, sources.Document{Format: "text", Text: fmt.Sprintf("Doc %d. Second sentence. Third one here.", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, d.ID)
+	}
+	svc.Wait()
+	if emb.peak > 3 || emb.peak < 2 {
+		t.Fatalf("peak concurrent embeddings %d, want 2..3", emb.peak)
+	}
+	for _, id := range ids {
+		if d, _ := svc.Store.GetDocument(ctx, id); d.Status != sources.StatusReady {
+			t.Fatalf("%s: %s %s", id, d.Status, d.Error)
 		}
 	}
 }
