@@ -30,7 +30,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/auth"
@@ -40,11 +39,6 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/sqlite"
 	"github.com/sovereign-ai/sovereign/internal/vector"
 )
-
-// simulated names the measurement of hybrid search with the proposed
-// keyword-query change (stopwords dropped), simulated in the bench's store
-// wrapper.
-const simulated = "simulated"
 
 // Targets from the benchmark issue.
 const (
@@ -160,11 +154,8 @@ type probe struct {
 	mu               sync.Mutex
 	embed, index, kw time.Duration
 	tokens, embedded int64
-	// noStopwords simulates a proposed fix: keyword search without
-	// English stopwords in the query (see dropStopwords).
-	noStopwords atomic.Bool
-	embedCalls  int64
-	embedBusy   time.Duration
+	embedCalls       int64
+	embedBusy        time.Duration
 }
 
 func (p *probe) add(d *time.Duration, v time.Duration) {
@@ -232,36 +223,10 @@ type store struct {
 }
 
 func (s store) KeywordSearch(ctx context.Context, cols []string, q string, k int) ([]sources.KeywordHit, error) {
-	if s.p.noStopwords.Load() {
-		q = dropStopwords(q)
-	}
 	t := time.Now()
 	h, err := s.Store.KeywordSearch(ctx, cols, q, k)
 	s.p.add(&s.p.kw, time.Since(t))
 	return h, err
-}
-
-// stopwords are common English words; dropStopwords removes them from a
-// keyword query, to measure a proposed change to internal/sqlstore's
-// queryWords (every query word is ORed into the FTS5 query, so a word like
-// "the" makes BM25 score nearly every chunk).
-var stopwords = map[string]bool{}
-
-func init() {
-	for _, w := range strings.Fields(`a an and are as at be by did do does for from had has have how i in is it
-		its of on or that the their there these this to was were what when where which who why will with you`) {
-		stopwords[w] = true
-	}
-}
-
-func dropStopwords(q string) string {
-	var out []string
-	for _, w := range strings.Fields(q) {
-		if !stopwords[strings.ToLower(strings.Trim(w, "?.,!;:"))] {
-			out = append(out, w)
-		}
-	}
-	return strings.Join(out, " ")
 }
 
 // bench holds what the phases share and the rows of each table.
@@ -563,13 +528,9 @@ func (b *bench) latencyPhase(ctx context.Context) error {
 		}
 
 		cols := []sources.Collection{col}
-		for _, mode := range []string{sources.ModeHybrid, sources.ModeVector, sources.ModeKeyword, simulated} {
+		for _, mode := range []string{sources.ModeHybrid, sources.ModeVector, sources.ModeKeyword} {
 			logf("%d chunks: %s search", size, mode)
-			p.noStopwords.Store(mode == simulated)
 			label := "Service.Search, " + mode
-			if mode == simulated {
-				mode, label = sources.ModeHybrid, "Service.Search, hybrid, stopwords dropped from the keyword query (simulated fix)"
-			}
 			var total, emb, idx, kw []time.Duration
 			for i, q := range queries {
 				p.reset()
@@ -586,7 +547,7 @@ func (b *bench) latencyPhase(ctx context.Context) error {
 			}
 			s := summarize(total)
 			b.latencyRows = append(b.latencyRows, fmt.Sprintf("| %d | %s | %.2f | %.2f | %.2f | %.2f |", size, label, s.mean, s.p50, s.p99, s.max))
-			if mode == sources.ModeHybrid && !p.noStopwords.Load() {
+			if mode == sources.ModeHybrid {
 				rest := make([]time.Duration, len(total))
 				for i := range total {
 					rest[i] = total[i] - emb[i] - idx[i] - kw[i]
@@ -609,7 +570,6 @@ func (b *bench) latencyPhase(ctx context.Context) error {
 				}
 			}
 		}
-		p.noStopwords.Store(false)
 		index := set.Get(col.ID)
 		for _, k := range []int{10, 40} {
 			var ds []time.Duration
@@ -688,7 +648,7 @@ func rankOf(docs []string, doc string) int {
 // qualityPhase ingests the labelled set and scores each search mode.
 func (b *bench) qualityPhase(ctx context.Context) error {
 	qdocs, qs := qualitySet(b.cfg.seed, b.cfg.qualityDocs, b.cfg.qualityQueries)
-	svc, _, _, p, col, err := b.newService(ctx, "quality")
+	svc, _, _, _, col, err := b.newService(ctx, "quality")
 	if err != nil {
 		return err
 	}
@@ -725,21 +685,15 @@ func (b *bench) qualityPhase(ctx context.Context) error {
 		note    string
 	}
 	var rows []row
-	for _, mode := range []string{sources.ModeVector, sources.ModeKeyword, sources.ModeHybrid, "keyword " + simulated, "hybrid " + simulated} {
+	for _, mode := range []string{sources.ModeVector, sources.ModeKeyword, sources.ModeHybrid} {
 		logf("quality: %s", mode)
 		name, m := mode, mode
-		if strings.HasSuffix(mode, simulated) {
-			m = strings.Fields(mode)[0]
-			name = m + ", stopwords dropped from the keyword query (simulated fix)"
-			p.noStopwords.Store(true)
-		}
 		res := make([]ranked, len(qs))
 		t0 := time.Now()
 		for i, q := range qs {
 			hits, err := search(q.text, sources.SearchOptions{TopK: 10, Mode: m})
 			res[i] = ranked{docsOf(hits), err}
 		}
-		p.noStopwords.Store(false)
 		rows = append(rows, row{name: name, results: res, per: time.Since(t0) / time.Duration(len(qs))})
 	}
 	rerankName := fmt.Sprintf("hybrid+rerank (%s, %d candidates)", b.cfg.rerankModel, b.cfg.rerankCandidates)
