@@ -53,7 +53,9 @@ func Binary(t testing.TB) string {
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=1",
 			"CGO_CPPFLAGS=-DGGML_USE_CPU_REPACK -I"+od+"/llama/llama.cpp/include -I"+od+"/ml/backend/ggml/ggml/include",
-			"CGO_CFLAGS=-O3 -march=native", "CGO_CXXFLAGS=-O3 -march=native")
+			// As the Makefile: no AMX, whose ggml source the Go module does not build.
+			"CGO_CFLAGS=-O3 -march=native -mno-amx-tile -mno-amx-int8 -mno-amx-bf16",
+			"CGO_CXXFLAGS=-O3 -march=native -mno-amx-tile -mno-amx-int8 -mno-amx-bf16")
 		if b, err := cmd.CombinedOutput(); err != nil {
 			buildErr = &buildError{err: err, out: string(b)}
 			return
