@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/binary"
@@ -8,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -419,36 +422,220 @@ var stopwords = func() map[string]bool {
 	return m
 }()
 
-// KeywordSearch returns up to k chunks of the collections matching any
-// word of query, best first: BM25 over SQLite FTS5, or ts_rank_cd over
+// KeywordSearch returns up to k chunks of the collections matching the
+// words of query, best first: BM25 over SQLite FTS5, or ts_rank_cd over
 // PostgreSQL full-text search.
+//
+// On SQLite the work is bounded by the words' frequencies. Scoring a chunk
+// is what costs (FTS5 computes BM25 for every chunk the query matches), and
+// an OR of a few common words matches a large share of a big collection:
+// thousands of chunks scored to return 40. So when the words occur in more
+// than keywordBudget chunks in all, the rarest words whose chunks fit in the
+// budget are the query and the rest only add to the score of chunks that
+// already match (Elasticsearch's "common terms" query), plus the chunks that
+// hold every frequent word. Every chunk returned has its exact BM25 score
+// over all the words; what is left out is chunks holding some but not all
+// of the frequent words and none of the rare ones. When even the rarest word
+// is over the budget, a chunk must hold every word. Below the budget (any
+// collection of a few thousand chunks) the query is a plain OR, as on
+// PostgreSQL.
 func (s *Store) KeywordSearch(ctx context.Context, collectionIDs []string, query string, k int) ([]sources.KeywordHit, error) {
 	words := queryWords(query)
 	if len(words) == 0 || len(collectionIDs) == 0 || k <= 0 {
 		return []sources.KeywordHit{}, nil
 	}
-	var q string
-	var args []any
 	if s.d.Placeholder == Dollar {
-		q = `SELECT id, ts_rank_cd(tsv, to_tsquery('simple', ?)) AS score FROM chunks
-			WHERE tsv @@ to_tsquery('simple', ?) AND collection_id IN (` + placeholders(len(collectionIDs)) + `)
-			ORDER BY score DESC, id LIMIT ?`
 		tsq := strings.Join(words, " | ")
-		args = append(args, tsq, tsq)
-	} else {
-		quoted := make([]string, len(words))
-		for i, w := range words {
-			quoted[i] = `"` + w + `"`
-		}
-		q = `SELECT c.id, -bm25(chunks_fts) AS score FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
-			WHERE chunks_fts MATCH ? AND c.collection_id IN (` + placeholders(len(collectionIDs)) + `)
-			ORDER BY score DESC, c.id LIMIT ?`
-		args = append(args, strings.Join(quoted, " OR "))
+		return s.keywordQuery(ctx, `SELECT id, ts_rank_cd(tsv, to_tsquery('simple', ?)) AS score FROM chunks
+			WHERE tsv @@ to_tsquery('simple', ?) AND collection_id IN (`+placeholders(len(collectionIDs))+`)
+			ORDER BY score DESC, id LIMIT ?`, []any{tsq, tsq}, collectionIDs, k)
 	}
+	rare, common, err := s.splitByFrequency(ctx, words)
+	if err != nil {
+		return nil, err
+	}
+	if len(common) == 0 {
+		return s.fts(ctx, orQuery(rare), collectionIDs, k)
+	}
+	if len(rare) == 0 {
+		return s.ftsNewest(ctx, andQuery(common), collectionIDs, k)
+	}
+	// Chunks with a rare word, scored by the rare words; those that also
+	// hold frequent words, scored by every word; and, when there are two
+	// or more frequent words, chunks with all of them (which, having no rare
+	// word, that scores fully). One frequent word alone selects too much.
+	queries := []string{orQuery(rare), "(" + orQuery(rare) + ") AND (" + orQuery(common) + ")"}
+	if len(common) > 1 {
+		queries = append(queries, andQuery(common))
+	}
+	best := map[int64]float64{}
+	for i, q := range queries {
+		var hits []sources.KeywordHit
+		var err error
+		if i < 2 {
+			hits, err = s.fts(ctx, q, collectionIDs, -1)
+		} else {
+			hits, err = s.ftsNewest(ctx, q, collectionIDs, -1)
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range hits {
+			if _, seen := best[h.ChunkID]; i == 2 && seen {
+				continue // a chunk with a rare word too has its full score already
+			}
+			best[h.ChunkID] = h.Score
+		}
+	}
+	out := make([]sources.KeywordHit, 0, len(best))
+	for id, sc := range best {
+		out = append(out, sources.KeywordHit{ChunkID: id, Score: sc})
+	}
+	slices.SortFunc(out, func(a, b sources.KeywordHit) int {
+		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.ChunkID, b.ChunkID)
+	})
+	return out[:min(k, len(out))], nil
+}
+
+// keywordBudget is how many chunks (over every collection) a SQLite keyword
+// search's words may occur in before its frequent words stop widening the
+// match; see KeywordSearch. bench: BenchmarkKeywordSearch in internal/sqlite.
+const keywordBudget = 1000
+
+// splitByFrequency orders words by how many chunks hold them and splits
+// them into the rarest ones whose chunks add up to at most keywordBudget
+// (all of them when they fit) and the rest.
+func (s *Store) splitByFrequency(ctx context.Context, words []string) (rare, common []string, err error) {
+	docs, err := s.termDocs(ctx, words)
+	if err != nil {
+		return nil, nil, err
+	}
+	sorted := slices.Clone(words)
+	slices.SortStableFunc(sorted, func(a, b string) int { return cmp.Compare(docs[a], docs[b]) })
+	total := 0
+	for i, w := range sorted {
+		if total+docs[w] > keywordBudget {
+			return sorted[:i], sorted[i:], nil
+		}
+		total += docs[w]
+	}
+	return sorted, nil, nil
+}
+
+// termCounts caches chunks_fts_terms counts for termCountTTL: FTS5 counts
+// a word's chunks by walking its whole posting list (milliseconds for a word
+// in half of 100k chunks), and the frequent words are the ones queries keep
+// repeating. A stale count only shifts where a word falls against the
+// budget; scores are always computed on the current index.
+type termCounts struct {
+	mu sync.Mutex
+	m  map[string]termCount
+}
+
+type termCount struct {
+	docs int
+	at   time.Time
+}
+
+const (
+	termCountTTL  = 30 * time.Second
+	maxTermCounts = 50_000
+)
+
+// termDocs returns how many chunks (in every collection) hold each word.
+func (s *Store) termDocs(ctx context.Context, words []string) (map[string]int, error) {
+	now := time.Now()
+	docs := make(map[string]int, len(words))
+	var missing []any
+	s.terms.mu.Lock()
+	for _, w := range words {
+		if c, ok := s.terms.m[w]; ok && now.Sub(c.at) < termCountTTL {
+			docs[w] = c.docs
+		} else {
+			missing = append(missing, w)
+		}
+	}
+	s.terms.mu.Unlock()
+	if len(missing) == 0 {
+		return docs, nil
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT term, doc FROM chunks_fts_terms WHERE term IN (`+placeholders(len(missing))+`)`, missing...)
+	if err != nil {
+		return nil, s.errorf("keyword search: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var t string
+		var n int
+		if err := rows.Scan(&t, &n); err != nil {
+			return nil, s.errorf("keyword search: %w", err)
+		}
+		docs[t] = n
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.errorf("keyword search: %w", err)
+	}
+	s.terms.mu.Lock()
+	defer s.terms.mu.Unlock()
+	if s.terms.m == nil || len(s.terms.m) > maxTermCounts {
+		s.terms.m = map[string]termCount{}
+	}
+	for _, w := range missing {
+		s.terms.m[w.(string)] = termCount{docs: docs[w.(string)], at: now}
+	}
+	return docs, nil
+}
+
+// orQuery and andQuery are FTS5 queries of quoted words (no query syntax
+// of the caller's reaches FTS5).
+func orQuery(words []string) string  { return ftsJoin(words, " OR ") }
+func andQuery(words []string) string { return ftsJoin(words, " AND ") }
+
+func ftsJoin(words []string, op string) string {
+	quoted := make([]string, len(words))
+	for i, w := range words {
+		quoted[i] = `"` + w + `"`
+	}
+	return strings.Join(quoted, op)
+}
+
+// fts runs an FTS5 query restricted to the collections, best BM25 first;
+// k < 0 returns every match.
+func (s *Store) fts(ctx context.Context, match string, collectionIDs []string, k int) ([]sources.KeywordHit, error) {
+	q := `SELECT c.id, -bm25(chunks_fts) AS score FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
+		WHERE chunks_fts MATCH ? AND c.collection_id IN (` + placeholders(len(collectionIDs)) + `)`
+	if k >= 0 {
+		q += ` ORDER BY score DESC, c.id LIMIT ?`
+	}
+	return s.keywordQuery(ctx, q, []any{match}, collectionIDs, k)
+}
+
+// ftsNewest is fts for a query of frequent words only, whose matches may be
+// a large share of the collection: it scores the newest keywordBudget
+// matches (FTS5 walks its index in rowid order and stops there) and returns
+// the best k of them (k < 0: all of them).
+func (s *Store) ftsNewest(ctx context.Context, match string, collectionIDs []string, k int) ([]sources.KeywordHit, error) {
+	q := `SELECT id, score FROM (SELECT c.id AS id, -bm25(chunks_fts) AS score FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
+		WHERE chunks_fts MATCH ? AND c.collection_id IN (` + placeholders(len(collectionIDs)) + `)
+		ORDER BY chunks_fts.rowid DESC LIMIT ` + fmt.Sprint(keywordBudget) + `)`
+	if k >= 0 {
+		q += ` ORDER BY score DESC, id LIMIT ?`
+	}
+	return s.keywordQuery(ctx, q, []any{match}, collectionIDs, k)
+}
+
+// keywordQuery runs a keyword query whose arguments are args, then the
+// collection ids, then k when k >= 0.
+func (s *Store) keywordQuery(ctx context.Context, q string, args []any, collectionIDs []string, k int) ([]sources.KeywordHit, error) {
 	for _, id := range collectionIDs {
 		args = append(args, id)
 	}
-	args = append(args, k)
+	if k >= 0 {
+		args = append(args, k)
+	}
 	rows, err := s.db.QueryContext(ctx, s.rebind(q), args...)
 	if err != nil {
 		return nil, s.errorf("keyword search: %w", err)

@@ -52,6 +52,8 @@ type Dialect struct {
 type Store struct {
 	db *sql.DB
 	d  Dialect
+	// terms caches how many chunks hold each word, for KeywordSearch.
+	terms termCounts
 }
 
 // New returns a Store running queries on db in dialect d. db must already
