@@ -7,7 +7,7 @@ import (
 )
 
 func TestDefaultRerankModel(t *testing.T) {
-	chat := catalog.Model{ID: "gemma3-270m", Backend: catalog.BackendLocal, RerankMethod: "chat-logits"}
+	chat := catalog.Model{ID: "gemma3-270m", Backend: catalog.BackendLocal, RerankMethod: "query-likelihood"}
 	emb := catalog.Model{ID: "all-minilm-l6-v2", Backend: catalog.BackendLocal}
 	ce := catalog.Model{ID: "bge-reranker", Backend: catalog.BackendLocal, RerankMethod: "cross-encoder"}
 	upCE := catalog.Model{ID: "a-upstream-reranker", Backend: catalog.BackendUpstream, RerankMethod: "cross-encoder"}

@@ -32,7 +32,7 @@ import (
 // defaultRerankModel picks the model that serves rerank requests naming no
 // model: the configured one (SOVEREIGN_RERANK_MODEL or rerank_model) when
 // set, else the first installed local model whose rerank method is
-// cross-encoder, else the default chat model (chat-logits) when installed.
+// cross-encoder, else the default chat model (query-likelihood) when installed.
 // It returns "" when none applies, and says which rule chose.
 func defaultRerankModel(configured string, list []catalog.Model) (id, why string) {
 	if configured != "" {

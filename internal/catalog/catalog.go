@@ -429,7 +429,7 @@ type Model struct {
 	Family       string   `json:"family"`
 	Capabilities []string `json:"capabilities"`
 	// RerankMethod is how the model serves rerank ("cross-encoder" for a
-	// rank-pooling GGUF, "chat-logits" for a local chat model); empty when
+	// rank-pooling GGUF, "query-likelihood" for a local chat model); empty when
 	// it does not rerank or, for an upstream, when its spec does not say.
 	RerankMethod  string `json:"rerank_method,omitempty"`
 	ContextLength uint64 `json:"context_length"`

@@ -234,8 +234,8 @@ func TestLocalModelFromPath(t *testing.T) {
 	if p, err := c.ModelPath("other"); err != nil || p != src {
 		t.Fatalf("path %q %v", p, err)
 	}
-	if !slices.Contains(m.Capabilities, "rerank") || m.RerankMethod != "chat-logits" {
-		t.Errorf("a local chat model reranks by chat-logits: capabilities %v, rerank_method %q", m.Capabilities, m.RerankMethod)
+	if !slices.Contains(m.Capabilities, "rerank") || m.RerankMethod != "query-likelihood" {
+		t.Errorf("a local chat model reranks by query-likelihood: capabilities %v, rerank_method %q", m.Capabilities, m.RerankMethod)
 	}
 }
 

@@ -33,7 +33,7 @@ const (
 var knownCapabilities = []string{"chat", "completions", "embeddings", "rerank"}
 
 // rerankMethods are the values of Spec.RerankMethod.
-var rerankMethods = []string{models.RerankCrossEncoder, models.RerankChatLogits}
+var rerankMethods = []string{models.RerankCrossEncoder, models.RerankQueryLikelihood, models.RerankChatLogits}
 
 // Spec configures one model: a YAML `models:` entry or the body of the
 // admin API. Local models are GGUF files (installed ones need no spec;
@@ -67,7 +67,7 @@ type Spec struct {
 	Family       string   `json:"family,omitempty" yaml:"family"`
 	Capabilities []string `json:"capabilities,omitempty" yaml:"capabilities"`
 	// RerankMethod says how the model reranks when it has the rerank
-	// capability: "cross-encoder" or "chat-logits" (local models get it
+	// capability: "cross-encoder", "query-likelihood" or "chat-logits" (local models get it
 	// from the GGUF; an upstream's is unknown unless set here).
 	RerankMethod  string `json:"rerank_method,omitempty" yaml:"rerank_method"`
 	ContextLength uint64 `json:"context_length,omitempty" yaml:"context_length"`

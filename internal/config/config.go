@@ -43,7 +43,7 @@ type Config struct {
 	MaxLoaded         int           `yaml:"max_loaded"`
 	// RerankModel serves searches that ask for reranking without naming a
 	// model (default: the first installed cross-encoder, else the default
-	// chat model with the chat-logits method).
+	// chat model with the query-likelihood method).
 	RerankModel string `yaml:"rerank_model"`
 	// Models configures upstream models, local models from other paths, and
 	// aliases, limits and deprecation (YAML only; see docs/models.md).

@@ -1037,7 +1037,7 @@ func TestOpenAPIModelCatalogResponsesMatch(t *testing.T) {
 		if r0 := x.json(t)["results"].([]any)[0].(map[string]any); r0["document"] != nil {
 			t.Fatalf("return_documents false: %v", r0)
 		}
-		// A local chat model reranks by chat-logits; an upstream without the
+		// A local chat model reranks by query-likelihood; an upstream without the
 		// rerank capability is refused.
 		x = c.call("POST", "/v1/rerank", map[string]any{"model": "tiny", "query": "q", "documents": []string{"a", "b"}})
 		expectStatus(t, x, 200)

@@ -52,8 +52,8 @@ func TestDefaultChatModelReranks(t *testing.T) {
 	}
 	json.NewDecoder(resp.Body).Decode(&m)
 	resp.Body.Close()
-	if !slices.Contains(m.Capabilities, "rerank") || m.RerankMethod != "chat-logits" {
-		t.Fatalf("gemma3-270m: capabilities %v, rerank_method %q; want rerank by chat-logits", m.Capabilities, m.RerankMethod)
+	if !slices.Contains(m.Capabilities, "rerank") || m.RerankMethod != "query-likelihood" {
+		t.Fatalf("gemma3-270m: capabilities %v, rerank_method %q; want rerank by query-likelihood", m.Capabilities, m.RerankMethod)
 	}
 	resp = e.get("/v1/models/all-minilm-l6-v2")
 	var emb map[string]any

@@ -114,7 +114,7 @@ func TestCollectionsIngestSearchDelete(t *testing.T) {
 		}
 	}
 
-	// Reranked by the chat model (chat-logits): the fact's chunk stays
+	// Reranked by the chat model (query-likelihood): the fact's chunk stays
 	// first, every hit has a rerank score in [0, 1], best first.
 	reranked := e.json("POST", "/v1/collections/"+id+"/search", map[string]any{"query": "What fuel does the zorblat engine use?", "top_k": 3, "rerank": "gemma3-270m"}, 200)["data"].([]any)
 	prev := 2.0

@@ -146,6 +146,11 @@ type RerankRequest struct {
 	Documents []string `json:"documents"`
 	// TopN keeps the best TopN results (0: all).
 	TopN int `json:"top_n,omitempty"`
+	// Method asks a local causal model's runner for a rerank method other
+	// than its own ("chat-logits" instead of "query-likelihood"); "" uses
+	// the model's. Not part of the public API: bench/retrieval compares
+	// the methods with it.
+	Method string `json:"method,omitempty"`
 }
 
 // RerankResult is one document's relevance.

@@ -53,28 +53,36 @@ const (
 	// document) pair directly.
 	RerankCrossEncoder = "cross-encoder"
 	// RerankChatLogits: a chat model scores a pair by the probability that
-	// it answers "yes" to whether the document is relevant.
+	// it answers "yes" to whether the document is relevant. Earlier
+	// versions derived it for chat models; upgrade turns it into
+	// RerankQueryLikelihood.
 	RerankChatLogits = "chat-logits"
+	// RerankQueryLikelihood: a causal language model scores a pair by how
+	// likely it finds the query after the document.
+	RerankQueryLikelihood = "query-likelihood"
 )
 
 // rerankMethod is how a model with caps reranks: cross-encoder for rank
-// pooling, chat-logits for a causal language model, "" otherwise.
+// pooling, query-likelihood for a causal language model, "" otherwise.
 func rerankMethod(caps []string, rank bool) string {
 	switch {
 	case rank:
 		return RerankCrossEncoder
 	case slices.Contains(caps, CapChat) && slices.Contains(caps, CapRerank):
-		return RerankChatLogits
+		return RerankQueryLikelihood
 	}
 	return ""
 }
 
-// upgrade fills what a manifest written by an older Sovereign lacks: chat
-// models rerank with the chat-logits method, and rank-pooling models are
-// cross-encoders. It is applied when manifests are read.
+// upgrade fills what a manifest written by an older Sovereign lacks or got
+// differently: chat models rerank with the query-likelihood method (older
+// versions wrote chat-logits), and rank-pooling models are cross-encoders. It is applied when manifests are read.
 func (m *Manifest) upgrade() {
 	if m.Has(CapChat) && !m.Has(CapRerank) {
 		m.Capabilities = append(slices.Clone(m.Capabilities), CapRerank)
+	}
+	if m.RerankMethod == RerankChatLogits {
+		m.RerankMethod = "" // derived by an earlier version; chat models now rerank by query likelihood
 	}
 	if m.RerankMethod == "" && m.Has(CapRerank) {
 		m.RerankMethod = rerankMethod(m.Capabilities, !m.Has(CapChat))
@@ -84,8 +92,8 @@ func (m *Manifest) upgrade() {
 // capabilities decides what a model serves from its architecture and
 // pooling type: rank pooling means a reranker, an encoder architecture or
 // any other pooling means an embedding model, and everything else is a
-// causal language model serving chat and completions, and reranking by its
-// yes/no answer logits (the chat-logits method).
+// causal language model serving chat and completions, and reranking by the
+// likelihood of the query after the document (the query-likelihood method).
 func capabilities(arch string, pooling uint64, hasPooling bool) []string {
 	switch {
 	case hasPooling && pooling == poolingRank:

@@ -32,7 +32,7 @@ func TestPullFileWritesModelAndManifest(t *testing.T) {
 	}
 	want := Manifest{
 		ID: "tiny-llama", Family: "llama", Capabilities: []string{CapChat, CapCompletions, CapRerank},
-		RerankMethod: RerankChatLogits, ContextLength: 128, EmbeddingLength: 8, Parameters: 32, Quantization: "Q4_K_M",
+		RerankMethod: RerankQueryLikelihood, ContextLength: 128, EmbeddingLength: 8, Parameters: 32, Quantization: "Q4_K_M",
 		HasChatTemplate: true, ChatTemplate: "{{ messages }}", Source: "file://" + src,
 		SHA256: sha(data), Size: int64(len(data)), File: ModelFile, CreatedAt: m.CreatedAt,
 	}
@@ -50,7 +50,7 @@ func TestPullFileWritesModelAndManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{`"context_length": 128`, `"has_chat_template": true`, `"quantization": "Q4_K_M"`, `"created_at"`, `"sha256": "` + sha(data), `"rerank_method": "chat-logits"`} {
+	for _, key := range []string{`"context_length": 128`, `"has_chat_template": true`, `"quantization": "Q4_K_M"`, `"created_at"`, `"sha256": "` + sha(data), `"rerank_method": "query-likelihood"`} {
 		if !bytes.Contains(raw, []byte(key)) {
 			t.Errorf("manifest.json lacks %s:\n%s", key, raw)
 		}
@@ -128,9 +128,11 @@ func TestCapabilities(t *testing.T) {
 	}
 }
 
-func TestOldManifestsGainChatLogitsRerank(t *testing.T) {
+func TestOldManifestsGainQueryLikelihoodRerank(t *testing.T) {
 	// A manifest written before chat models could rerank lists chat and
-	// completions only; reading it adds rerank with the chat-logits method.
+	// completions only; reading it adds rerank with the query-likelihood
+	// method. One written when chat models reranked by chat-logits moves to
+	// query-likelihood.
 	s := newStore(t)
 	dir := filepath.Join(s.Dir(), "old-chat")
 	writeFile(t, filepath.Join(dir, ModelFile), llamaGGUF().bytes())
@@ -142,8 +144,14 @@ func TestOldManifestsGainChatLogitsRerank(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(m.Capabilities, []string{CapChat, CapCompletions, CapRerank}) || m.RerankMethod != RerankChatLogits {
+	if !reflect.DeepEqual(m.Capabilities, []string{CapChat, CapCompletions, CapRerank}) || m.RerankMethod != RerankQueryLikelihood {
 		t.Errorf("old chat manifest: capabilities %v, rerank method %q", m.Capabilities, m.RerankMethod)
+	}
+	dir = filepath.Join(s.Dir(), "chat-logits")
+	writeFile(t, filepath.Join(dir, ModelFile), llamaGGUF().bytes())
+	writeFile(t, filepath.Join(dir, ManifestFile), []byte(`{"id":"chat-logits","family":"llama","capabilities":["chat","completions","rerank"],"rerank_method":"chat-logits","file":"model.gguf"}`))
+	if m, err := s.Get("chat-logits"); err != nil || m.RerankMethod != RerankQueryLikelihood {
+		t.Errorf("chat-logits manifest: rerank method %q, %v; want query-likelihood", m.RerankMethod, err)
 	}
 	m, err = s.Get("old-emb")
 	if err != nil {

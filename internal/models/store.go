@@ -70,8 +70,8 @@ type Manifest struct {
 	// models, rerank for models whose pooling type is rank.
 	Capabilities []string `json:"capabilities"`
 	// RerankMethod is how the model serves rerank: "cross-encoder" for rank
-	// pooling, "chat-logits" for chat models (scored by their "yes"/"no"
-	// answer), empty when it cannot rerank.
+	// pooling, "query-likelihood" for chat models (scored by how likely
+	// they find the query after the document), empty when it cannot rerank.
 	RerankMethod string `json:"rerank_method,omitempty"`
 	// ContextLength is the training context length in tokens (0 if unknown).
 	ContextLength uint64 `json:"context_length"`

@@ -51,6 +51,10 @@ type slot struct {
 	hasTok    bool // pending holds a sampled token not yet decoded
 	batchIdx  int  // index in the current batch whose logits belong to this slot, or -1
 	fed       int  // prompt tokens of this slot in the current batch
+	// scored are the batch positions of a likelihood job's prompt tokens
+	// whose logits the current batch computes, each with the index of the
+	// prompt token they predict.
+	scored    [][2]int
 	generated int
 	cached    int // prompt tokens reused from the cache
 	gate      *inference.TextGate
@@ -291,6 +295,9 @@ func (e *Engine) admit(j *job) {
 	if n >= len(j.prompt) {
 		n = len(j.prompt) - 1 // the last prompt token must be decoded for its logits
 	}
+	if j.score != nil && j.score.from > 0 && n > j.score.from-1 {
+		n = j.score.from - 1 // a likelihood job needs logits from the token before prompt[from]
+	}
 	if n < len(s.cache) {
 		if !e.lctx.SeqRemove(s.id, n, -1) {
 			e.lctx.SeqRemove(s.id, 0, -1)
@@ -321,6 +328,7 @@ func (e *Engine) step() {
 	for _, s := range e.slots {
 		s.batchIdx = -1
 		s.fed = 0
+		s.scored = s.scored[:0]
 		if s.active() && s.hasTok {
 			s.batchIdx = e.batch.Add(s.pending, len(s.cache), s.id, true)
 		}
@@ -335,12 +343,20 @@ func (e *Engine) step() {
 		if k > budget {
 			k = budget
 		}
+		from := 0
+		if s.job.score != nil {
+			from = s.job.score.from
+		}
 		for i := 0; i < k; i++ {
 			p := s.promptPos + i
 			last := p == len(s.job.prompt)-1
-			idx := e.batch.Add(s.job.prompt[p], p, s.id, last)
+			scored := from > 0 && p+1 >= from && !last
+			idx := e.batch.Add(s.job.prompt[p], p, s.id, last || scored)
 			if last {
 				s.batchIdx = idx
+			}
+			if scored {
+				s.scored = append(s.scored, [2]int{idx, p + 1})
 			}
 		}
 		s.fed = k
@@ -360,11 +376,18 @@ func (e *Engine) step() {
 		}
 		return
 	}
-	// Record what is now in the KV cache.
+	// Record what is now in the KV cache, and the log-probabilities a
+	// likelihood job asked for.
 	for _, s := range e.slots {
 		if !s.active() {
 			continue
 		}
+		for _, sc := range s.scored {
+			lp, _ := e.lctx.Logprobs(sc[0], s.job.prompt[sc[1]], 0)
+			s.job.score.sum += float64(lp)
+			s.job.score.n++
+		}
+		s.scored = s.scored[:0]
 		if s.hasTok {
 			s.cache = append(s.cache, s.pending)
 			s.hasTok = false

@@ -13,7 +13,11 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/runnerproto"
 )
 
-// Reranking has two methods, chosen by the model:
+// Reranking has three methods: cross-encoder for a model with rank
+// pooling, query-likelihood for a causal language model, and chat-logits
+// for a causal model when a request asks for it (bench/retrieval compares
+// the two; query-likelihood ranks far better with the default model, see
+// docs/rerank.md):
 //
 //   - cross-encoder (runnerproto.RerankCrossEncoder): a model whose pooling
 //     type is rank. Each (query, document) pair is formatted the way
@@ -31,6 +35,15 @@ import (
 //     the instruction+query prefix is reused from the KV cache), and the
 //     relevance is P(yes) / (P(yes) + P(no)) over the logits of the first
 //     answer token, each side summing its spelling variants.
+//   - query-likelihood (runnerproto.RerankQueryLikelihood): a causal model.
+//     Each pair becomes [Passage: document, a request to write a search
+//     query for it, Query: query] (the UPR recipe, Sachan et al. 2022), and
+//     the relevance is how likely the model finds the query's tokens after
+//     that document: the geometric mean of their probabilities,
+//     exp(mean log P), in (0, 1]. The query is the same for every document,
+//     so only the document changes the score. It needs no instruction
+//     following, so it works with base models, and reads every query token
+//     rather than one answer token.
 
 // rerankSystem and rerankInstruction are the chat-logits prompt for models
 // with a chat template (instruction-tuned). They are general: nothing in
@@ -77,9 +90,15 @@ var (
 	noWords  = []string{"no", "No", "NO", " no", " No", " NO"}
 )
 
-// scoreJob is the part of a job that scores instead of sampling.
+// scoreJob is the part of a job that scores instead of sampling. With yes
+// and no set it reads the answer logits at the prompt's end (chat-logits);
+// with from > 0 it sums the log-probability of each prompt token from
+// prompt[from] on given the tokens before it (query-likelihood).
 type scoreJob struct {
 	yes, no []llamacpp.Token
+	from    int
+	sum     float64
+	n       int
 	result  float64
 }
 
@@ -87,6 +106,16 @@ type scoreJob struct {
 // ends its job.
 func (e *Engine) scoreSlot(s *slot) {
 	j := s.job
+	if j.score.from > 0 {
+		if j.score.n == 0 {
+			e.finish(s, inference.Event{Error: "no logits for the scored continuation"})
+			return
+		}
+		// The geometric mean of the continuation's token probabilities.
+		j.score.result = math.Exp(j.score.sum / float64(j.score.n))
+		e.finish(s, inference.Event{Done: true, FinishReason: inference.FinishStop})
+		return
+	}
 	toks := append(append([]llamacpp.Token{}, j.score.yes...), j.score.no...)
 	l := e.lctx.TokenLogits(s.batchIdx, toks)
 	if l == nil {
@@ -123,6 +152,25 @@ func yesProbability(yes, no []float32) float64 {
 // shorter than CtxPerSlot. It returns ctx's error when the caller goes
 // away and an error when the engine stops.
 func (e *Engine) Score(ctx context.Context, prompts [][]llamacpp.Token, yes, no []llamacpp.Token) ([]float64, error) {
+	return e.score(ctx, prompts, func(int) *scoreJob { return &scoreJob{yes: yes, no: no} })
+}
+
+// Likelihood runs each prompt through the engine like Score and returns, per
+// prompt, the geometric mean probability of its tokens from from[i] on
+// given those before: exp of their mean log-probability. from[i] must be
+// between 1 and len(prompts[i])-1.
+func (e *Engine) Likelihood(ctx context.Context, prompts [][]llamacpp.Token, from []int) ([]float64, error) {
+	for i, p := range prompts {
+		if from[i] < 1 || from[i] >= len(p) {
+			return nil, fmt.Errorf("likelihood prompt %d of %d tokens scores from %d", i, len(p), from[i])
+		}
+	}
+	return e.score(ctx, prompts, func(i int) *scoreJob { return &scoreJob{from: from[i]} })
+}
+
+// score queues one scoring job per prompt, at most one per slot at a time,
+// and returns their results in order.
+func (e *Engine) score(ctx context.Context, prompts [][]llamacpp.Token, mk func(i int) *scoreJob) ([]float64, error) {
 	for i, p := range prompts {
 		if len(p) == 0 || len(p) >= e.nCtxSeq {
 			return nil, fmt.Errorf("score prompt %d has %d tokens; it must have 1 to %d", i, len(p), e.nCtxSeq-1)
@@ -138,7 +186,7 @@ func (e *Engine) Score(ctx context.Context, prompts [][]llamacpp.Token, yes, no 
 	for next < len(prompts) || len(inflight) > 0 {
 		for next < len(prompts) && len(inflight) < len(e.slots) {
 			j := &job{ctx: ctx, prompt: prompts[next], out: newEventQueue(), enqueued: time.Now(),
-				score: &scoreJob{yes: yes, no: no}}
+				score: mk(next)}
 			select {
 			case e.queue <- j:
 			case <-ctx.Done():
@@ -192,8 +240,8 @@ func (s *Server) rerankMethod() string {
 	switch {
 	case s.embedder != nil && s.embedder.lctx.PoolingType() == llamacpp.PoolingRank:
 		return runnerproto.RerankCrossEncoder
-	case s.engine != nil && len(s.yes) > 0 && len(s.no) > 0:
-		return runnerproto.RerankChatLogits
+	case s.engine != nil:
+		return runnerproto.RerankQueryLikelihood
 	}
 	return ""
 }
@@ -371,4 +419,73 @@ func (e *Embedder) Rerank(query string, docs []string) (inference.RerankResponse
 		res.Results[i] = inference.RerankResult{Index: i, RelevanceScore: 1 / (1 + math.Exp(-float64(v[0])))}
 	}
 	return res, nil
+}
+
+// Query-likelihood prompt pieces (the UPR recipe: rank passages by how
+// likely the model finds the query after reading each one). The query
+// follows the document, so a pair shares no prefix with the next beyond
+// qlHead; what changes between documents is scored in full.
+const (
+	qlHead = "Passage:"
+	qlMid  = "\nPlease write a search query for this passage.\nQuery:"
+)
+
+// likelihoodRerank scores the pairs with the query-likelihood method: the
+// geometric mean probability of the query's tokens after the document.
+func (s *Server) likelihoodRerank(ctx context.Context, req inference.RerankRequest) (inference.RerankResponse, error) {
+	prompts, from, total, err := s.likelihoodPrompts(req.Query, req.Documents)
+	if err != nil {
+		return inference.RerankResponse{}, err
+	}
+	scores, err := s.engine.Likelihood(ctx, prompts, from)
+	if err != nil {
+		return inference.RerankResponse{}, err
+	}
+	res := inference.RerankResponse{PromptTokens: total, Results: make([]inference.RerankResult, len(scores))}
+	for i, sc := range scores {
+		res.Results[i] = inference.RerankResult{Index: i, RelevanceScore: sc}
+	}
+	return res, nil
+}
+
+// likelihoodPrompts builds one prompt per document, [head document mid
+// query], cutting the document to fit a slot's context, and the index of
+// each prompt's first query token.
+func (s *Server) likelihoodPrompts(query string, docs []string) ([][]llamacpp.Token, []int, int, error) {
+	head, err := s.model.Tokenize(qlHead, true, true)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	mid, err := s.model.Tokenize(qlMid, false, true)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	q, err := s.model.Tokenize(" "+query, false, false)
+	if err != nil {
+		return nil, nil, 0, &inference.InvalidError{Param: "query", Message: err.Error()}
+	}
+	room := s.engine.CtxPerSlot() - 1 - len(head) - len(mid) - len(q)
+	if room < 1 {
+		return nil, nil, 0, &inference.InvalidError{Param: "query", Message: fmt.Sprintf(
+			"the query is too long: with the rerank prompt it takes %d tokens and this model's context per request is %d tokens",
+			len(head)+len(mid)+len(q)+1, s.engine.CtxPerSlot())}
+	}
+	out := make([][]llamacpp.Token, len(docs))
+	from := make([]int, len(docs))
+	total := 0
+	for i, d := range docs {
+		dt, err := s.model.Tokenize(" "+d, false, false)
+		if err != nil {
+			return nil, nil, 0, &inference.InvalidError{Param: fmt.Sprintf("documents[%d]", i), Message: err.Error()}
+		}
+		if len(dt) > room {
+			dt = dt[:room]
+		}
+		p := make([]llamacpp.Token, 0, len(head)+len(dt)+len(mid)+len(q))
+		p = append(append(append(append(p, head...), dt...), mid...), q...)
+		out[i] = p
+		from[i] = len(p) - len(q)
+		total += len(p)
+	}
+	return out, from, total, nil
 }

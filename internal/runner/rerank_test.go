@@ -64,14 +64,27 @@ func checkResults(t *testing.T, res inference.RerankResponse, n int) {
 	}
 }
 
-func TestChatLogitsRerank(t *testing.T) {
+// TestCausalRerank checks both methods of a causal model: its own
+// (query-likelihood, reported by /health) and chat-logits, asked for by
+// the request.
+func TestCausalRerank(t *testing.T) {
 	tr := sharedRunner(t)
 	var h runnerproto.Health
 	tr.get(t, "/health", &h)
-	if h.RerankMethod != runnerproto.RerankChatLogits {
-		t.Fatalf("health rerank_method = %q, want %q", h.RerankMethod, runnerproto.RerankChatLogits)
+	if h.RerankMethod != runnerproto.RerankQueryLikelihood {
+		t.Fatalf("health rerank_method = %q, want %q", h.RerankMethod, runnerproto.RerankQueryLikelihood)
 	}
-	req := inference.RerankRequest{Query: "what is the name of the cat", Documents: rerankDocs}
+	for _, method := range []string{"", runnerproto.RerankChatLogits} {
+		t.Run("method="+method, func(t *testing.T) { checkCausalRerank(t, tr, method) })
+	}
+	code, _, e := tr.rerank(t, inference.RerankRequest{Query: "cat", Documents: []string{"dog"}, Method: runnerproto.RerankCrossEncoder})
+	if code != 400 || e.Param != "method" {
+		t.Errorf("cross-encoder on a causal model: status %d, %+v; want 400 with param method", code, e)
+	}
+}
+
+func checkCausalRerank(t *testing.T, tr *testRunner, method string) {
+	req := inference.RerankRequest{Query: "what is the name of the cat", Documents: rerankDocs, Method: method}
 	code, a, e := tr.rerank(t, req)
 	if code != 200 {
 		t.Fatalf("status %d: %+v", code, e)
@@ -84,12 +97,13 @@ func TestChatLogitsRerank(t *testing.T) {
 	if len(distinct) < 3 {
 		t.Errorf("scores %v barely depend on the document", a.Results)
 	}
-	// The same request again, and each document alone (decoded in other
-	// batches, with the prompt prefix now cached), give the same scores:
-	// pairs decoded together do not leak into each other.
+	// The same request again (its prompts now cached whole), and each
+	// document alone (decoded in other batches), give the same scores:
+	// pairs decoded together do not leak into each other, and a cached
+	// prompt is still scored over every token the method reads.
 	_, b, _ := tr.rerank(t, req)
 	for i := range rerankDocs {
-		_, one, _ := tr.rerank(t, inference.RerankRequest{Query: req.Query, Documents: rerankDocs[i : i+1]})
+		_, one, _ := tr.rerank(t, inference.RerankRequest{Query: req.Query, Documents: rerankDocs[i : i+1], Method: method})
 		checkResults(t, one, 1)
 		for _, got := range []float64{b.Results[i].RelevanceScore, one.Results[0].RelevanceScore} {
 			if math.Abs(got-a.Results[i].RelevanceScore) > 2e-3 {
@@ -99,18 +113,24 @@ func TestChatLogitsRerank(t *testing.T) {
 	}
 	// More documents than slots are all scored.
 	many := append(append([]string{}, rerankDocs...), rerankDocs...)
-	_, m, _ := tr.rerank(t, inference.RerankRequest{Query: req.Query, Documents: many})
+	_, m, _ := tr.rerank(t, inference.RerankRequest{Query: req.Query, Documents: many, Method: method})
 	checkResults(t, m, len(many))
 	if math.Abs(m.Results[7].RelevanceScore-a.Results[2].RelevanceScore) > 2e-3 {
 		t.Errorf("repeated document scored %v and %v", m.Results[7].RelevanceScore, a.Results[2].RelevanceScore)
 	}
 }
 
-func TestChatLogitsRerankLimits(t *testing.T) {
+func TestCausalRerankLimits(t *testing.T) {
+	for _, method := range []string{"", runnerproto.RerankChatLogits} {
+		t.Run("method="+method, func(t *testing.T) { checkCausalRerankLimits(t, method) })
+	}
+}
+
+func checkCausalRerankLimits(t *testing.T, method string) {
 	tr := sharedRunner(t) // 512 tokens per slot
 	// A document longer than the context is cut to fit.
 	long := strings.Repeat("the cat and the dog were red and blue. ", 200)
-	code, res, e := tr.rerank(t, inference.RerankRequest{Query: "cat", Documents: []string{long, "dog"}})
+	code, res, e := tr.rerank(t, inference.RerankRequest{Query: "cat", Documents: []string{long, "dog"}, Method: method})
 	if code != 200 {
 		t.Fatalf("long document: status %d: %+v", code, e)
 	}
@@ -128,6 +148,7 @@ func TestChatLogitsRerankLimits(t *testing.T) {
 		{"empty document", inference.RerankRequest{Query: "cat", Documents: []string{"dog", " "}}, "documents[1]"},
 		{"empty query", inference.RerankRequest{Query: "", Documents: []string{"dog"}}, "query"},
 	} {
+		c.req.Method = method
 		code, _, e := tr.rerank(t, c.req)
 		if code != 400 || e.Code != runnerproto.CodeInvalid || e.Param != c.param {
 			t.Errorf("%s: status %d, error %+v; want 400 invalid_request with param %q", c.name, code, e, c.param)

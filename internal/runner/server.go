@@ -330,13 +330,22 @@ func (s *Server) rerank(w http.ResponseWriter, r *http.Request) {
 		resp inference.RerankResponse
 		err  error
 	)
-	switch s.rerankMethod() {
-	case runnerproto.RerankCrossEncoder:
+	own := s.rerankMethod()
+	method := req.Method
+	if method == "" {
+		method = own
+	}
+	switch {
+	case own == "":
+		err = fmt.Errorf("%w: it is an embedding model without rank pooling, so it cannot rerank", inference.ErrUnsupported)
+	case method == runnerproto.RerankCrossEncoder && own == method:
 		resp, err = s.embedder.Rerank(req.Query, req.Documents)
-	case runnerproto.RerankChatLogits:
+	case method == runnerproto.RerankQueryLikelihood && own == method:
+		resp, err = s.likelihoodRerank(r.Context(), req)
+	case method == runnerproto.RerankChatLogits && own == runnerproto.RerankQueryLikelihood && len(s.yes) > 0 && len(s.no) > 0:
 		resp, err = s.chatRerank(r.Context(), req)
 	default:
-		err = fmt.Errorf("%w: it is an embedding model without rank pooling, so it cannot rerank", inference.ErrUnsupported)
+		err = &inference.InvalidError{Param: "method", Message: fmt.Sprintf("this model reranks by %s; it cannot use %q", own, method)}
 	}
 	if err != nil {
 		if r.Context().Err() != nil {

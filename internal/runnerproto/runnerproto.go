@@ -37,7 +37,7 @@ type Health struct {
 	NEmbd        int    `json:"n_embd,omitempty"`
 	ChatTemplate bool   `json:"chat_template,omitempty"`
 	// RerankMethod is how the model reranks (RerankCrossEncoder or
-	// RerankChatLogits), "" when it cannot.
+	// RerankQueryLikelihood), "" when it cannot.
 	RerankMethod string `json:"rerank_method,omitempty"`
 }
 
@@ -49,6 +49,11 @@ const (
 	// RerankChatLogits scores a pair with a chat model: the relevance is
 	// P(yes) / (P(yes) + P(no)) for its first answer token.
 	RerankChatLogits = "chat-logits"
+	// RerankQueryLikelihood scores a pair with a causal language model: the
+	// relevance is the geometric mean probability of the query's tokens
+	// written after the document. It is how causal models rerank unless a
+	// request asks for RerankChatLogits.
+	RerankQueryLikelihood = "query-likelihood"
 )
 
 // Error codes.

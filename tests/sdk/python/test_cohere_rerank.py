@@ -15,7 +15,7 @@ import os
 import cohere
 import pytest
 
-MODEL = "gemma3-270m"  # the default chat model, reranking by chat-logits
+MODEL = "gemma3-270m"  # the default chat model, reranking by query likelihood
 
 
 def _env(name: str) -> str:
