@@ -35,6 +35,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/engine"
 	"github.com/sovereign-ai/sovereign/internal/inference"
+	"github.com/sovereign-ai/sovereign/internal/runnerproto"
 	"github.com/sovereign-ai/sovereign/internal/sources"
 	"github.com/sovereign-ai/sovereign/internal/sqlite"
 	"github.com/sovereign-ai/sovereign/internal/vector"
@@ -56,6 +57,8 @@ type config struct {
 	qualityDocs, qualityQueries, rerankCandidates        int
 	seed                                                 uint64
 	phases                                               map[string]bool
+	// reuse keeps the latency corpus of an earlier run in work.
+	reuse bool
 }
 
 func main() {
@@ -92,6 +95,7 @@ func parseFlags() (config, error) {
 	flag.StringVar(&c.embedModel, "embedding-model", "all-minilm-l6-v2", "embedding model id")
 	flag.StringVar(&c.rerankModel, "rerank-model", "gemma3-270m", "model id for hybrid+rerank")
 	flag.StringVar(&c.work, "work-dir", "", "where the SQLite databases go (default: a temp dir, removed at exit)")
+	flag.BoolVar(&c.reuse, "reuse", false, "with -work-dir: search the latency corpus an earlier run left there instead of ingesting it again (for trying search changes; ingestion is not measured)")
 	flag.StringVar(&c.mdOut, "md-out", "", "also write the tables to this file")
 	flag.IntVar(&c.threads, "threads", runtime.NumCPU(), "CPU threads per runner")
 	flag.StringVar(&sizes, "sizes", "10000,100000", "corpus sizes (chunks) for latency and recall, ascending")
@@ -263,6 +267,12 @@ func (b *bench) newService(ctx context.Context, name string) (*sources.Service, 
 		svc.Rerank = r
 	}
 	team := auth.Team{ID: "team_bench_" + name, Name: "bench " + name, CreatedAt: time.Now().UTC()}
+	if b.cfg.reuse {
+		if cols, err := db.ListCollections(ctx, team.ID); err == nil && len(cols) == 1 {
+			logf("reusing %s's collection of %d chunks; building its index", name, cols[0].ChunkCount)
+			return svc, db, set, p, cols[0], svc.LoadIndex(ctx, cols[0].ID)
+		}
+	}
 	if err := db.CreateTeam(ctx, team); err != nil {
 		return nil, nil, nil, nil, sources.Collection{}, err
 	}
@@ -497,7 +507,7 @@ func (b *bench) latencyPhase(ctx context.Context) error {
 		return err
 	}
 	qvecs := qres.Embeddings
-	have := 0
+	have := col.ChunkCount // non-zero with -reuse
 	for si, size := range b.cfg.sizes {
 		var docs []sources.Document
 		var chunks []string
@@ -508,21 +518,23 @@ func (b *bench) latencyPhase(ctx context.Context) error {
 			chunks = append(chunks, strings.Split(t, "\n")...)
 			have += n
 		}
-		logf("ingesting %d chunks (%d documents) to reach %d", len(chunks), len(docs), size)
-		tok0, calls0, busy0 := p.tokens, p.embedCalls, p.embedBusy
-		t0 := time.Now()
-		if _, err := ingest(ctx, svc, col, docs); err != nil {
-			return err
+		if len(docs) > 0 {
+			logf("ingesting %d chunks (%d documents) to reach %d", len(chunks), len(docs), size)
+			tok0, calls0, busy0 := p.tokens, p.embedCalls, p.embedBusy
+			t0 := time.Now()
+			if _, err := ingest(ctx, svc, col, docs); err != nil {
+				return err
+			}
+			wall := time.Since(t0)
+			logf("ingested in %.1f s; %d embedding calls took %.1f s in all", wall.Seconds(), p.embedCalls-calls0, (p.embedBusy - busy0).Seconds())
+			alone, err := b.embedAlone(ctx, chunks[:min(len(chunks), 1000)], b.cfg.linesPerDoc)
+			if err != nil {
+				return err
+			}
+			b.ingestRows = append(b.ingestRows, ingestRow(fmt.Sprintf("one sentence per chunk, chunks %d–%d", have-len(chunks)+1, have),
+				len(docs), chunks, p.tokens-tok0, wall, alone))
 		}
-		wall := time.Since(t0)
-		logf("ingested in %.1f s; %d embedding calls took %.1f s in all", wall.Seconds(), p.embedCalls-calls0, (p.embedBusy - busy0).Seconds())
-		alone, err := b.embedAlone(ctx, chunks[:min(len(chunks), 1000)], b.cfg.linesPerDoc)
-		if err != nil {
-			return err
-		}
-		b.ingestRows = append(b.ingestRows, ingestRow(fmt.Sprintf("one sentence per chunk, chunks %d–%d", have-len(chunks)+1, have),
-			len(docs), chunks, p.tokens-tok0, wall, alone))
-		if si == 0 {
+		if si == 0 && len(chunks) > 0 {
 			b.notes = append(b.notes, fmt.Sprintf("Latency corpus: documents of %d generated sentences, split one chunk per line; example chunk: %q; example queries: %q, %q, %q.",
 				b.cfg.linesPerDoc, chunks[0], queries[0], queries[1], queries[2]))
 		}
@@ -696,24 +708,27 @@ func (b *bench) qualityPhase(ctx context.Context) error {
 		}
 		rows = append(rows, row{name: name, results: res, per: time.Since(t0) / time.Duration(len(qs))})
 	}
+	// Each rerank method the model has: its own (what the server uses),
+	// then chat-logits for comparison, asked for through the runner's
+	// internal method field.
 	rerankName := fmt.Sprintf("hybrid+rerank (%s, %d candidates)", b.cfg.rerankModel, b.cfg.rerankCandidates)
-	fusedName := "hybrid+rerank fused (RRF of hybrid rank and rerank rank)"
-	if svc.Rerank == nil {
-		rows = append(rows, row{name: rerankName, note: "not available on this build"}, row{name: fusedName, note: "not available on this build"})
-	} else {
-		logf("quality: hybrid+rerank with %s (%d queries × %d candidates)", b.cfg.rerankModel, len(qs), b.cfg.rerankCandidates)
+	own := svc.Rerank
+	for _, method := range []string{"", runnerproto.RerankChatLogits} {
+		name := rerankName
+		if method != "" {
+			name = fmt.Sprintf("hybrid+rerank by %s for comparison (%s, %d candidates)", method, b.cfg.rerankModel, b.cfg.rerankCandidates)
+		}
+		if own == nil {
+			rows = append(rows, row{name: name, note: "not available on this build"})
+			continue
+		}
+		svc.Rerank = withMethod{own, method}
+		logf("quality: %s (%d queries × %d candidates)", name, len(qs), b.cfg.rerankCandidates)
 		rr := make([]ranked, len(qs))
-		fu := make([]ranked, len(qs))
 		var rerankTime time.Duration
 		var firstErr error
 		for i, q := range qs {
 			n := b.cfg.rerankCandidates
-			// The hybrid order of the same candidates (rerank or not, hybrid
-			// search asks each retriever for 4 × the candidates).
-			base, err := search(q.text, sources.SearchOptions{TopK: n, Mode: sources.ModeHybrid})
-			if err != nil {
-				return err
-			}
 			t := time.Now()
 			hits, err := search(q.text, sources.SearchOptions{TopK: n, Mode: sources.ModeHybrid, RerankModel: b.cfg.rerankModel, RerankCandidates: n})
 			rerankTime += time.Since(t)
@@ -722,30 +737,20 @@ func (b *bench) qualityPhase(ctx context.Context) error {
 				break
 			}
 			rr[i] = ranked{docs: docsOf(hits)}
-			docOf := map[int64]string{}
-			var a, c []int64
-			for _, h := range base {
-				a = append(a, h.Chunk.ID)
-				docOf[h.Chunk.ID] = h.Document.ID
-			}
-			for _, h := range hits {
-				c = append(c, h.Chunk.ID)
-				docOf[h.Chunk.ID] = h.Document.ID
-			}
-			for _, f := range sources.Fuse(a, c) {
-				fu[i].docs = append(fu[i].docs, docOf[f.ID])
-			}
 		}
 		if firstErr != nil {
-			msg := "failed: " + strings.ReplaceAll(firstErr.Error(), "|", "/")
-			rows = append(rows, row{name: rerankName, note: msg}, row{name: fusedName, note: msg})
-		} else {
-			per := rerankTime / time.Duration(len(qs))
-			rows = append(rows, row{name: rerankName, results: rr, per: per}, row{name: fusedName, results: fu, per: per})
-			b.notes = append(b.notes, fmt.Sprintf("Reranking scored %d query–chunk pairs in %.1f s: %.1f pairs/s.",
-				len(qs)*b.cfg.rerankCandidates, rerankTime.Seconds(), float64(len(qs)*b.cfg.rerankCandidates)/rerankTime.Seconds()))
+			rows = append(rows, row{name: name, note: "failed: " + strings.ReplaceAll(firstErr.Error(), "|", "/")})
+			continue
 		}
+		rows = append(rows, row{name: name, results: rr, per: rerankTime / time.Duration(len(qs))})
+		label := method
+		if label == "" {
+			label = "the model's own method"
+		}
+		b.notes = append(b.notes, fmt.Sprintf("Reranking (%s) scored %d query–chunk pairs in %.1f s: %.1f pairs/s.", label,
+			len(qs)*b.cfg.rerankCandidates, rerankTime.Seconds(), float64(len(qs)*b.cfg.rerankCandidates)/rerankTime.Seconds()))
 	}
+	svc.Rerank = own
 
 	mrr := map[string]float64{}
 	for _, rw := range rows {
@@ -798,9 +803,21 @@ func (b *bench) qualityPhase(ctx context.Context) error {
 			b.failed = append(b.failed, line)
 		}
 	} else {
-		b.na = append(b.na, fmt.Sprintf("| hybrid+rerank MRR > every single method's | %s", rows[len(rows)-1].note))
+		b.na = append(b.na, fmt.Sprintf("| hybrid+rerank MRR > every single method's | %s", rows[len(rows)-2].note))
 	}
 	return nil
+}
+
+// withMethod is a Reranker that asks the runner for a given rerank method
+// ("" for the model's own).
+type withMethod struct {
+	sources.Reranker
+	method string
+}
+
+func (w withMethod) Rerank(ctx context.Context, req inference.RerankRequest) (inference.RerankResponse, error) {
+	req.Method = w.method
+	return w.Reranker.Rerank(ctx, req)
 }
 
 func firstOf(qs []qquery, class string) string {
