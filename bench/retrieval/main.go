@@ -30,6 +30,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/auth"
@@ -539,9 +540,18 @@ func (b *bench) latencyPhase(ctx context.Context) error {
 				b.cfg.linesPerDoc, chunks[0], queries[0], queries[1], queries[2]))
 		}
 
+		// Let the bulk load settle before timing searches: its writes
+		// reach the disk (the kernel's writeback of ~200 MB otherwise runs
+		// during the first timed queries and takes CPU from the runner).
+		syscall.Sync()
+		time.Sleep(5 * time.Second)
 		cols := []sources.Collection{col}
 		for _, mode := range []string{sources.ModeHybrid, sources.ModeVector, sources.ModeKeyword} {
 			logf("%d chunks: %s search", size, mode)
+			// As testing.B does before each benchmark: collect the garbage
+			// left by ingestion (or the last mode) now rather than in a
+			// collection that overlaps the timed queries.
+			runtime.GC()
 			label := "Service.Search, " + mode
 			var total, emb, idx, kw []time.Duration
 			for i, q := range queries {
