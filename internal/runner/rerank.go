@@ -269,10 +269,15 @@ func (s *Server) chatRerank(ctx context.Context, req inference.RerankRequest) (i
 		return inference.RerankResponse{}, err
 	}
 	scores, err := s.engine.Score(ctx, prompts, s.yes, s.no)
+	return rerankResponse(scores, total, err)
+}
+
+// rerankResponse is the runner's answer for scores in input order.
+func rerankResponse(scores []float64, promptTokens int, err error) (inference.RerankResponse, error) {
 	if err != nil {
 		return inference.RerankResponse{}, err
 	}
-	res := inference.RerankResponse{PromptTokens: total, Results: make([]inference.RerankResult, len(scores))}
+	res := inference.RerankResponse{PromptTokens: promptTokens, Results: make([]inference.RerankResult, len(scores))}
 	for i, sc := range scores {
 		res.Results[i] = inference.RerankResult{Index: i, RelevanceScore: sc}
 	}
@@ -438,14 +443,7 @@ func (s *Server) likelihoodRerank(ctx context.Context, req inference.RerankReque
 		return inference.RerankResponse{}, err
 	}
 	scores, err := s.engine.Likelihood(ctx, prompts, from)
-	if err != nil {
-		return inference.RerankResponse{}, err
-	}
-	res := inference.RerankResponse{PromptTokens: total, Results: make([]inference.RerankResult, len(scores))}
-	for i, sc := range scores {
-		res.Results[i] = inference.RerankResult{Index: i, RelevanceScore: sc}
-	}
-	return res, nil
+	return rerankResponse(scores, total, err)
 }
 
 // likelihoodPrompts builds one prompt per document, [head document mid
