@@ -328,6 +328,14 @@ func (s *Server) chatRerankPrompts(query string, docs []string) ([][]llamacpp.To
 	if err != nil {
 		return nil, 0, err
 	}
+	return s.documentPrompts(prefix, suffix, dsp, docs)
+}
+
+// documentPrompts builds one prompt per document, [prefix, the document
+// tokenized after space, suffix], cutting the document to fit one slot's
+// context as llama-server does, and counts their tokens. A prefix and
+// suffix that leave no room for a document are the query's fault.
+func (s *Server) documentPrompts(prefix, suffix []llamacpp.Token, space string, docs []string) ([][]llamacpp.Token, int, error) {
 	room := s.engine.CtxPerSlot() - 1 - len(prefix) - len(suffix)
 	if room < 1 {
 		return nil, 0, &inference.InvalidError{Param: "query", Message: fmt.Sprintf(
@@ -337,12 +345,12 @@ func (s *Server) chatRerankPrompts(query string, docs []string) ([][]llamacpp.To
 	out := make([][]llamacpp.Token, len(docs))
 	total := 0
 	for i, d := range docs {
-		dt, err := s.model.Tokenize(dsp+d, false, false)
+		dt, err := s.model.Tokenize(space+d, false, false)
 		if err != nil {
 			return nil, 0, &inference.InvalidError{Param: fmt.Sprintf("documents[%d]", i), Message: err.Error()}
 		}
 		if len(dt) > room {
-			dt = dt[:room] // truncate the document, as llama-server does
+			dt = dt[:room]
 		}
 		p := make([]llamacpp.Token, 0, len(prefix)+len(dt)+len(suffix))
 		p = append(append(append(p, prefix...), dt...), suffix...)
@@ -462,28 +470,13 @@ func (s *Server) likelihoodPrompts(query string, docs []string) ([][]llamacpp.To
 	if err != nil {
 		return nil, nil, 0, &inference.InvalidError{Param: "query", Message: err.Error()}
 	}
-	room := s.engine.CtxPerSlot() - 1 - len(head) - len(mid) - len(q)
-	if room < 1 {
-		return nil, nil, 0, &inference.InvalidError{Param: "query", Message: fmt.Sprintf(
-			"the query is too long: with the rerank prompt it takes %d tokens and this model's context per request is %d tokens",
-			len(head)+len(mid)+len(q)+1, s.engine.CtxPerSlot())}
+	prompts, total, err := s.documentPrompts(head, append(mid, q...), " ", docs)
+	if err != nil {
+		return nil, nil, 0, err
 	}
-	out := make([][]llamacpp.Token, len(docs))
-	from := make([]int, len(docs))
-	total := 0
-	for i, d := range docs {
-		dt, err := s.model.Tokenize(" "+d, false, false)
-		if err != nil {
-			return nil, nil, 0, &inference.InvalidError{Param: fmt.Sprintf("documents[%d]", i), Message: err.Error()}
-		}
-		if len(dt) > room {
-			dt = dt[:room]
-		}
-		p := make([]llamacpp.Token, 0, len(head)+len(dt)+len(mid)+len(q))
-		p = append(append(append(append(p, head...), dt...), mid...), q...)
-		out[i] = p
+	from := make([]int, len(prompts))
+	for i, p := range prompts {
 		from[i] = len(p) - len(q)
-		total += len(p)
 	}
-	return out, from, total, nil
+	return prompts, from, total, nil
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -446,58 +447,38 @@ func (s *Store) KeywordSearch(ctx context.Context, collectionIDs []string, query
 	}
 	if s.d.Placeholder == Dollar {
 		tsq := strings.Join(words, " | ")
+		args := []any{tsq, tsq}
+		for _, id := range collectionIDs {
+			args = append(args, id)
+		}
 		return s.keywordQuery(ctx, `SELECT id, ts_rank_cd(tsv, to_tsquery('simple', ?)) AS score FROM chunks
 			WHERE tsv @@ to_tsquery('simple', ?) AND collection_id IN (`+placeholders(len(collectionIDs))+`)
-			ORDER BY score DESC, id LIMIT ?`, []any{tsq, tsq}, collectionIDs, k)
+			ORDER BY score DESC, id LIMIT ?`, append(args, k)...)
 	}
 	rare, common, err := s.splitByFrequency(ctx, words)
 	if err != nil {
 		return nil, err
 	}
-	if len(common) == 0 {
-		return s.fts(ctx, orQuery(rare), collectionIDs, k)
-	}
-	if len(rare) == 0 {
-		return s.ftsNewest(ctx, andQuery(common), collectionIDs, k)
-	}
-	// Chunks with a rare word, scored by the rare words; those that also
-	// hold frequent words, scored by every word; and, when there are two
-	// or more frequent words, chunks with all of them (which, having no rare
-	// word, that scores fully). One frequent word alone selects too much.
-	queries := []string{orQuery(rare), "(" + orQuery(rare) + ") AND (" + orQuery(common) + ")"}
-	if len(common) > 1 {
-		queries = append(queries, andQuery(common))
-	}
-	best := map[int64]float64{}
-	for i, q := range queries {
-		var hits []sources.KeywordHit
-		var err error
-		if i < 2 {
-			hits, err = s.fts(ctx, q, collectionIDs, -1)
-		} else {
-			hits, err = s.ftsNewest(ctx, q, collectionIDs, -1)
-		}
-		if err != nil {
-			return nil, err
-		}
-		for _, h := range hits {
-			if _, seen := best[h.ChunkID]; i == 2 && seen {
-				continue // a chunk with a rare word too has its full score already
-			}
-			best[h.ChunkID] = h.Score
+	var parts []ftsPart
+	switch {
+	case len(common) == 0:
+		parts = []ftsPart{{match: orQuery(rare)}}
+	case len(rare) == 0:
+		parts = []ftsPart{{match: andQuery(common), newest: true}}
+	default:
+		// Chunks with a rare word, scored by the rare words; those that also
+		// hold frequent words, scored by every word; and, when there are two
+		// or more frequent words, chunks with all of them. One frequent word
+		// alone selects too much. A chunk matched by several parts keeps its
+		// highest score, which is the one over all the words it holds (BM25
+		// adds a positive amount per word).
+		r := "(" + orQuery(rare) + ")"
+		parts = []ftsPart{{match: r}, {match: r + " AND (" + orQuery(common) + ")"}}
+		if len(common) > 1 {
+			parts = append(parts, ftsPart{match: andQuery(common), newest: true})
 		}
 	}
-	out := make([]sources.KeywordHit, 0, len(best))
-	for id, sc := range best {
-		out = append(out, sources.KeywordHit{ChunkID: id, Score: sc})
-	}
-	slices.SortFunc(out, func(a, b sources.KeywordHit) int {
-		if c := cmp.Compare(b.Score, a.Score); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.ChunkID, b.ChunkID)
-	})
-	return out[:min(k, len(out))], nil
+	return s.fts(ctx, parts, collectionIDs, k)
 }
 
 // keywordBudget is how many chunks (over every collection) a SQLite keyword
@@ -549,7 +530,7 @@ const (
 func (s *Store) termDocs(ctx context.Context, words []string) (map[string]int, error) {
 	now := time.Now()
 	docs := make(map[string]int, len(words))
-	var missing []any
+	var missing []string
 	s.terms.mu.Lock()
 	for _, w := range words {
 		if c, ok := s.terms.m[w]; ok && now.Sub(c.at) < termCountTTL {
@@ -562,7 +543,11 @@ func (s *Store) termDocs(ctx context.Context, words []string) (map[string]int, e
 	if len(missing) == 0 {
 		return docs, nil
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT term, doc FROM chunks_fts_terms WHERE term IN (`+placeholders(len(missing))+`)`, missing...)
+	args := make([]any, len(missing))
+	for i, w := range missing {
+		args[i] = w
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT term, doc FROM chunks_fts_terms WHERE term IN (`+placeholders(len(missing))+`)`, args...)
 	if err != nil {
 		return nil, s.errorf("keyword search: %w", err)
 	}
@@ -584,7 +569,7 @@ func (s *Store) termDocs(ctx context.Context, words []string) (map[string]int, e
 		s.terms.m = map[string]termCount{}
 	}
 	for _, w := range missing {
-		s.terms.m[w.(string)] = termCount{docs: docs[w.(string)], at: now}
+		s.terms.m[w] = termCount{docs: docs[w], at: now}
 	}
 	return docs, nil
 }
@@ -602,40 +587,42 @@ func ftsJoin(words []string, op string) string {
 	return strings.Join(quoted, op)
 }
 
-// fts runs an FTS5 query restricted to the collections, best BM25 first;
-// k < 0 returns every match.
-func (s *Store) fts(ctx context.Context, match string, collectionIDs []string, k int) ([]sources.KeywordHit, error) {
-	q := `SELECT c.id, -bm25(chunks_fts) AS score FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
+// ftsPart is one FTS5 query of a keyword search; newest scores only its
+// newest keywordBudget matches (FTS5 walks its index in rowid order and
+// stops there), for a query of frequent words whose matches may be a large
+// share of the collection.
+type ftsPart struct {
+	match  string
+	newest bool
+}
+
+// fts runs the parts restricted to the collections, as one statement, and
+// returns the best k chunks they match, each with its highest BM25 score
+// among the parts.
+func (s *Store) fts(ctx context.Context, parts []ftsPart, collectionIDs []string, k int) ([]sources.KeywordHit, error) {
+	arm := `SELECT c.id AS id, -bm25(chunks_fts) AS score FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
 		WHERE chunks_fts MATCH ? AND c.collection_id IN (` + placeholders(len(collectionIDs)) + `)`
-	if k >= 0 {
-		q += ` ORDER BY score DESC, c.id LIMIT ?`
+	arms := make([]string, len(parts))
+	var args []any
+	for i, p := range parts {
+		arms[i] = arm
+		if p.newest {
+			arms[i] = `SELECT * FROM (` + arm + ` ORDER BY chunks_fts.rowid DESC LIMIT ` + strconv.Itoa(keywordBudget) + `)`
+		}
+		args = append(args, p.match)
+		for _, id := range collectionIDs {
+			args = append(args, id)
+		}
 	}
-	return s.keywordQuery(ctx, q, []any{match}, collectionIDs, k)
+	// MATERIALIZED: flattened into the aggregate, bm25() would be called
+	// outside the full-text query, which FTS5 refuses.
+	q := `WITH hits AS MATERIALIZED (` + strings.Join(arms, " UNION ALL ") + `)
+		SELECT id, MAX(score) AS score FROM hits GROUP BY id ORDER BY score DESC, id LIMIT ?`
+	return s.keywordQuery(ctx, q, append(args, k)...)
 }
 
-// ftsNewest is fts for a query of frequent words only, whose matches may be
-// a large share of the collection: it scores the newest keywordBudget
-// matches (FTS5 walks its index in rowid order and stops there) and returns
-// the best k of them (k < 0: all of them).
-func (s *Store) ftsNewest(ctx context.Context, match string, collectionIDs []string, k int) ([]sources.KeywordHit, error) {
-	q := `SELECT id, score FROM (SELECT c.id AS id, -bm25(chunks_fts) AS score FROM chunks_fts JOIN chunks c ON c.id = chunks_fts.rowid
-		WHERE chunks_fts MATCH ? AND c.collection_id IN (` + placeholders(len(collectionIDs)) + `)
-		ORDER BY chunks_fts.rowid DESC LIMIT ` + fmt.Sprint(keywordBudget) + `)`
-	if k >= 0 {
-		q += ` ORDER BY score DESC, id LIMIT ?`
-	}
-	return s.keywordQuery(ctx, q, []any{match}, collectionIDs, k)
-}
-
-// keywordQuery runs a keyword query whose arguments are args, then the
-// collection ids, then k when k >= 0.
-func (s *Store) keywordQuery(ctx context.Context, q string, args []any, collectionIDs []string, k int) ([]sources.KeywordHit, error) {
-	for _, id := range collectionIDs {
-		args = append(args, id)
-	}
-	if k >= 0 {
-		args = append(args, k)
-	}
+// keywordQuery runs a keyword query returning (chunk id, score) rows.
+func (s *Store) keywordQuery(ctx context.Context, q string, args ...any) ([]sources.KeywordHit, error) {
 	rows, err := s.db.QueryContext(ctx, s.rebind(q), args...)
 	if err != nil {
 		return nil, s.errorf("keyword search: %w", err)
