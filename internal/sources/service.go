@@ -408,7 +408,6 @@ func (s *Service) hits(ctx context.Context, fused []FusedID) ([]Hit, error) {
 	}
 	byID := map[int64]Chunk{}
 	for _, c := range chunks {
-		c.Embedding = nil
 		byID[c.ID] = c
 	}
 	docs := map[string]Document{}

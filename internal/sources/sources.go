@@ -120,7 +120,7 @@ type Store interface {
 	AddChunks(ctx context.Context, chunks []Chunk) ([]int64, error)
 	// ChunkIDs returns the ids of a document's chunks.
 	ChunkIDs(ctx context.Context, documentID string) ([]int64, error)
-	// GetChunks returns chunks by id (missing ids are left out), with
+	// GetChunks returns chunks by id (missing ids are left out), without
 	// their embeddings.
 	GetChunks(ctx context.Context, ids []int64) ([]Chunk, error)
 	// CollectionEmbeddings calls fn for every embedded chunk of a

@@ -256,27 +256,32 @@ func decodeVector(b []byte) ([]float32, error) {
 	return v, nil
 }
 
-// AddChunks stores chunks in one transaction and returns their ids in
-// order. Errors: sources.ErrNotFound when a chunk's document does not
-// exist.
+// AddChunks stores chunks (and the embeddings of those that have one) in
+// one transaction and returns their ids in order. Errors:
+// sources.ErrNotFound when a chunk's document does not exist.
 func (s *Store) AddChunks(ctx context.Context, chunks []sources.Chunk) ([]int64, error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, s.errorf("add chunks: %w", err)
 	}
 	defer tx.Rollback()
-	insert := `INSERT INTO chunks (document_id, collection_id, seq, start_char, end_char, text, embedding) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`
+	insert := `INSERT INTO chunks (document_id, collection_id, seq, start_char, end_char, text) VALUES (?, ?, ?, ?, ?, ?) RETURNING id`
 	if s.d.Placeholder == Dollar {
-		insert = `INSERT INTO chunks (document_id, collection_id, seq, start_char, end_char, text, embedding, search_text) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`
+		insert = `INSERT INTO chunks (document_id, collection_id, seq, start_char, end_char, text, search_text) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`
 	}
 	stmt, err := tx.PrepareContext(ctx, s.rebind(insert))
 	if err != nil {
 		return nil, s.errorf("add chunks: %w", err)
 	}
 	defer stmt.Close()
+	embed, err := tx.PrepareContext(ctx, s.rebind(`INSERT INTO chunk_embeddings (chunk_id, collection_id, embedding) VALUES (?, ?, ?)`))
+	if err != nil {
+		return nil, s.errorf("add chunks: %w", err)
+	}
+	defer embed.Close()
 	ids := make([]int64, len(chunks))
 	for i, c := range chunks {
-		args := []any{c.DocumentID, c.CollectionID, c.Seq, c.Start, c.End, c.Text, encodeVector(c.Embedding)}
+		args := []any{c.DocumentID, c.CollectionID, c.Seq, c.Start, c.End, c.Text}
 		if s.d.Placeholder == Dollar {
 			args = append(args, fold(c.Text))
 		}
@@ -286,6 +291,11 @@ func (s *Store) AddChunks(ctx context.Context, chunks []sources.Chunk) ([]int64,
 		}
 		if err != nil {
 			return nil, s.errorf("add chunks: %w", err)
+		}
+		if c.Embedding != nil {
+			if _, err := embed.ExecContext(ctx, ids[i], c.CollectionID, encodeVector(c.Embedding)); err != nil {
+				return nil, s.errorf("add chunks: %w", err)
+			}
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -313,7 +323,7 @@ func (s *Store) ChunkIDs(ctx context.Context, documentID string) ([]int64, error
 }
 
 // GetChunks returns the chunks with these ids (missing ones left out), in
-// id order, with their embeddings.
+// id order, without their embeddings.
 func (s *Store) GetChunks(ctx context.Context, ids []int64) ([]sources.Chunk, error) {
 	if len(ids) == 0 {
 		return []sources.Chunk{}, nil
@@ -322,7 +332,7 @@ func (s *Store) GetChunks(ctx context.Context, ids []int64) ([]sources.Chunk, er
 	for i, id := range ids {
 		args[i] = id
 	}
-	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT id, document_id, collection_id, seq, start_char, end_char, text, embedding FROM chunks WHERE id IN (`+placeholders(len(ids))+`) ORDER BY id`), args...)
+	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT id, document_id, collection_id, seq, start_char, end_char, text FROM chunks WHERE id IN (`+placeholders(len(ids))+`) ORDER BY id`), args...)
 	if err != nil {
 		return nil, s.errorf("get chunks: %w", err)
 	}
@@ -330,12 +340,8 @@ func (s *Store) GetChunks(ctx context.Context, ids []int64) ([]sources.Chunk, er
 	out := []sources.Chunk{}
 	for rows.Next() {
 		var c sources.Chunk
-		var emb []byte
-		if err := rows.Scan(&c.ID, &c.DocumentID, &c.CollectionID, &c.Seq, &c.Start, &c.End, &c.Text, &emb); err != nil {
+		if err := rows.Scan(&c.ID, &c.DocumentID, &c.CollectionID, &c.Seq, &c.Start, &c.End, &c.Text); err != nil {
 			return nil, s.errorf("get chunks: %w", err)
-		}
-		if c.Embedding, err = decodeVector(emb); err != nil {
-			return nil, s.errorf("chunk %d: %w", c.ID, err)
 		}
 		out = append(out, c)
 	}
@@ -345,7 +351,7 @@ func (s *Store) GetChunks(ctx context.Context, ids []int64) ([]sources.Chunk, er
 // CollectionEmbeddings calls fn for each embedded chunk of the collection,
 // in id order; an error from fn stops the scan and is returned.
 func (s *Store) CollectionEmbeddings(ctx context.Context, collectionID string, fn func(id int64, v []float32) error) error {
-	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT id, embedding FROM chunks WHERE collection_id = ? AND embedding IS NOT NULL ORDER BY id`), collectionID)
+	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT chunk_id, embedding FROM chunk_embeddings WHERE collection_id = ? ORDER BY chunk_id`), collectionID)
 	if err != nil {
 		return s.errorf("collection embeddings: %w", err)
 	}
