@@ -492,6 +492,12 @@ func (c *Context) Free() {
 	}
 }
 
+// SetThreads sets how many threads decoding uses from the next Decode on:
+// threads for batches of one token, batch for larger ones.
+func (c *Context) SetThreads(threads, batch int) {
+	C.llama_set_n_threads(c.c, C.int32_t(threads), C.int32_t(batch))
+}
+
 // NCtx is the total number of KV cells.
 func (c *Context) NCtx() int { return int(C.llama_n_ctx(c.c)) }
 
