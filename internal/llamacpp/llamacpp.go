@@ -498,6 +498,10 @@ func (c *Context) SetThreads(threads, batch int) {
 	C.llama_set_n_threads(c.c, C.int32_t(threads), C.int32_t(batch))
 }
 
+// ThreadsBatch is how many threads the context decodes batches of more
+// than one token with.
+func (c *Context) ThreadsBatch() int { return int(C.llama_n_threads_batch(c.c)) }
+
 // NCtx is the total number of KV cells.
 func (c *Context) NCtx() int { return int(C.llama_n_ctx(c.c)) }
 

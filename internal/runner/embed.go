@@ -3,7 +3,6 @@ package runner
 import (
 	"fmt"
 	"math"
-	"runtime"
 	"sync"
 
 	"github.com/sovereign-ai/sovereign/internal/inference"
@@ -19,9 +18,9 @@ type Embedder struct {
 	batch  *llamacpp.Batch
 	nSeq   int
 	maxLen int
-	// threads is the most threads a batch decodes with; cur is the
-	// number the context is set to (see batchThreads).
-	threads, cur int
+	// threads is the most threads a batch decodes with (see
+	// batchThreads).
+	threads int
 }
 
 // tokensPerThread is how many tokens of a batch each decoding thread
@@ -49,9 +48,6 @@ func NewEmbedder(m *llamacpp.Model, threads int) (*Embedder, error) {
 		maxLen = 8192
 	}
 	const nSeq = 8
-	if threads <= 0 {
-		threads = runtime.NumCPU()
-	}
 	lctx, err := llamacpp.NewContext(m, llamacpp.ContextParams{
 		NCtx:       maxLen * nSeq,
 		NBatch:     maxLen * nSeq,
@@ -69,7 +65,7 @@ func NewEmbedder(m *llamacpp.Model, threads int) (*Embedder, error) {
 		lctx.Free()
 		return nil, fmt.Errorf("model %s has no pooling; it cannot produce sentence embeddings", m.Path())
 	}
-	return &Embedder{model: m, lctx: lctx, batch: llamacpp.NewBatch(maxLen * nSeq), nSeq: nSeq, maxLen: maxLen, threads: threads, cur: threads}, nil
+	return &Embedder{model: m, lctx: lctx, batch: llamacpp.NewBatch(maxLen * nSeq), nSeq: nSeq, maxLen: maxLen, threads: lctx.ThreadsBatch()}, nil
 }
 
 // Close frees the context.
@@ -124,10 +120,8 @@ func (e *Embedder) pooled(toks [][]llamacpp.Token) ([][]float32, error) {
 			}
 			end++
 		}
-		if n := batchThreads(e.batch.Len(), e.threads); n != e.cur {
-			e.lctx.SetThreads(n, n)
-			e.cur = n
-		}
+		n := batchThreads(e.batch.Len(), e.threads)
+		e.lctx.SetThreads(n, n)
 		if err := e.lctx.Decode(e.batch); err != nil {
 			return nil, err
 		}

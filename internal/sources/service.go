@@ -313,19 +313,17 @@ func (s *Service) Search(ctx context.Context, cols []Collection, query string, o
 	// on both cores, side by side was worse: 30 ms p99.)
 	var kw []KeywordHit
 	kwErr := make(chan error, 1)
-	if o.Mode != ModeVector {
-		ids := make([]string, len(cols))
-		for i, c := range cols {
-			ids[i] = c.ID
-		}
-		go func() {
-			var err error
+	go func() {
+		var err error
+		if o.Mode != ModeVector {
+			ids := make([]string, len(cols))
+			for i, c := range cols {
+				ids[i] = c.ID
+			}
 			kw, err = s.Store.KeywordSearch(ctx, ids, query, cand)
-			kwErr <- err
-		}()
-	} else {
-		kwErr <- nil
-	}
+		}
+		kwErr <- err
+	}()
 	if o.Mode != ModeKeyword {
 		vec, err := s.vectorSearch(ctx, cols, query, cand)
 		if err != nil {

@@ -230,8 +230,9 @@ func (s *Store) DeleteDocument(ctx context.Context, id string) error {
 	return s.deleteOne(ctx, `DELETE FROM documents WHERE id = ?`, "document", id)
 }
 
-// encodeVector stores v as little-endian float32s.
-func encodeVector(v []float32) []byte {
+// EncodeVector is the stored form of an embedding: little-endian float32s
+// (nil for none).
+func EncodeVector(v []float32) []byte {
 	if v == nil {
 		return nil
 	}
@@ -293,7 +294,7 @@ func (s *Store) AddChunks(ctx context.Context, chunks []sources.Chunk) ([]int64,
 			return nil, s.errorf("add chunks: %w", err)
 		}
 		if c.Embedding != nil {
-			if _, err := embed.ExecContext(ctx, ids[i], c.CollectionID, encodeVector(c.Embedding)); err != nil {
+			if _, err := embed.ExecContext(ctx, ids[i], c.CollectionID, EncodeVector(c.Embedding)); err != nil {
 				return nil, s.errorf("add chunks: %w", err)
 			}
 		}

@@ -3,9 +3,7 @@ package storetest
 import (
 	"context"
 	"database/sql"
-	"encoding/binary"
 	"io/fs"
-	"math"
 	"slices"
 	"testing"
 	"time"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/sources"
+	"github.com/sovereign-ai/sovereign/internal/sqlstore"
 )
 
 // EmbeddingsUpgrade describes a store for RunEmbeddingsUpgrade.
@@ -68,7 +67,7 @@ func RunEmbeddingsUpgrade(t *testing.T, u EmbeddingsUpgrade) {
 	for seq, c := range []struct {
 		text string
 		emb  []byte
-	}{{"the zorblat engine", le32([]float32{1, -0.5, 2})}, {"not embedded yet", nil}} {
+	}{{"the zorblat engine", sqlstore.EncodeVector([]float32{1, -0.5, 2})}, {"not embedded yet", nil}} {
 		if _, err := db.ExecContext(ctx, u.InsertOldChunk, seq, c.text, c.emb); err != nil {
 			t.Fatal(err)
 		}
@@ -111,13 +110,4 @@ func RunEmbeddingsUpgrade(t *testing.T, u EmbeddingsUpgrade) {
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM chunk_embeddings`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("embeddings left after deleting their document: %d %v", n, err)
 	}
-}
-
-// le32 is the stored form of an embedding: little-endian float32s.
-func le32(v []float32) []byte {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-	return b
 }
