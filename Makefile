@@ -19,35 +19,31 @@ BIN        := bin/sovereign
 DATA_DIR   ?= $(CURDIR)/data
 MODELS_DIR ?= $(DATA_DIR)/models
 
-# GGML_USE_CPU_REPACK turns on ggml's weight repacking into interleaved
-# layouts for AVX2/AVX-512 matrix kernels (on by default in llama.cpp's CMake
-# build, off in the Go module's cgo flags): +20% decode, +20% prompt speed.
-GGML_DEFS  := -DGGML_USE_CPU_REPACK
-# AMX is left out: with -march=native on a CPU that has it (Sapphire Rapids
-# and later), ggml-cpu.cpp calls the AMX buffer type, whose source the Go
-# module does not compile, and the link fails.
-NO_AMX     := -mno-amx-tile -mno-amx-int8 -mno-amx-bf16
-OLLAMA_DIR = $(shell $(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama 2>/dev/null)
+# The runner links a pinned llama.cpp release, built once per version and
+# MARCH with CMake into ~/.cache/sovereign (scripts/llama-cpp.sh; about 2-3
+# minutes on 2 cores the first time, then reused by every checkout).
+LLAMA_PREFIX = $(shell bash scripts/llama-cpp.sh prefix $(MARCH))
 CGO_ENV    = CGO_ENABLED=1 \
-	CGO_CPPFLAGS="$(GGML_DEFS) -I$(OLLAMA_DIR)/llama/llama.cpp/include -I$(OLLAMA_DIR)/ml/backend/ggml/ggml/include" \
-	CGO_CFLAGS="-O3 -march=$(MARCH) $(NO_AMX)" CGO_CXXFLAGS="-O3 -march=$(MARCH) $(NO_AMX)"
+	CGO_CPPFLAGS="-I$(LLAMA_PREFIX)/include" CGO_LDFLAGS="-L$(LLAMA_PREFIX)/lib" \
+	CGO_CFLAGS="-O3 -march=$(MARCH)" CGO_CXXFLAGS="-O3 -march=$(MARCH)"
+# Compiler chatter from cgo that is not an error.
+CGO_NOISE  := 'warning:|note:|In function|inlined from|^ +\||~~~|^\s*[0-9]+ \|'
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build run models test test-go test-sdk bench bench-gateway bench-retrieval fmt vet clean deps
+.PHONY: all build llama run models test test-go test-sdk bench bench-gateway bench-retrieval fmt vet clean deps
 
 all: build
 
 deps:
 	@$(GO) mod download
-	@# Checked in the shell: make expands a recipe before running it, so
-	@# $(OLLAMA_DIR) would be read before the download on a fresh machine.
-	@test -n "$$($(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama 2>/dev/null)" || { echo "could not locate the github.com/ollama/ollama module"; exit 1; }
 
-# The first build compiles llama.cpp and ggml (about 3 minutes on 2 cores);
-# later builds are cached.
-build: deps
-	@echo ">> building $(BIN) (MARCH=$(MARCH); the first build compiles llama.cpp, ~3 min)"
-	@$(CGO_ENV) $(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/sovereign 2> >(grep -v -E 'warning:|note:|In function|inlined from|^ +\||~~~|^\s*[0-9]+ \|' >&2)
+# llama.cpp's static libraries for this MARCH (built once, then cached).
+llama:
+	@bash scripts/llama-cpp.sh build $(MARCH) >/dev/null
+
+build: deps llama
+	@echo ">> building $(BIN) (MARCH=$(MARCH))"
+	@$(CGO_ENV) $(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/sovereign 2> >(grep -v -E $(CGO_NOISE) >&2)
 	@echo ">> built $(BIN)"
 
 models: build
@@ -65,7 +61,7 @@ test: models
 
 test-go:
 	@echo ">> go vet"
-	@$(CGO_ENV) $(GO) vet ./... 2> >(grep -v -E 'warning:|note:|In function|inlined from|^ +\||~~~|^\s*[0-9]+ \||^# github.com/ollama' >&2)
+	@$(CGO_ENV) $(GO) vet ./... 2> >(grep -v -E $(CGO_NOISE) >&2)
 	@set -e; \
 	if [ -z "$$SOVEREIGN_TEST_POSTGRES_URL" ]; then \
 		echo ">> starting PostgreSQL for the store suite"; \
@@ -75,10 +71,10 @@ test-go:
 	fi; \
 	echo ">> go test"; \
 	SOVEREIGN_BIN="$(CURDIR)/$(BIN)" SOVEREIGN_TEST_MODELS_DIR="$(MODELS_DIR)" \
-		$(CGO_ENV) $(GO) test -count=1 -timeout 20m ./... 2> >(grep -v -E 'warning:|note:|In function|inlined from|^ +\||~~~|^\s*[0-9]+ \||^# github.com/ollama' >&2) && \
+		$(CGO_ENV) $(GO) test -count=1 -timeout 20m ./... 2> >(grep -v -E $(CGO_NOISE) >&2) && \
 	echo ">> the API suite again on PostgreSQL" && \
 	SOVEREIGN_TEST_DB=postgres SOVEREIGN_BIN="$(CURDIR)/$(BIN)" SOVEREIGN_TEST_MODELS_DIR="$(MODELS_DIR)" \
-		$(CGO_ENV) $(GO) test -count=1 -timeout 20m ./internal/e2e/ 2> >(grep -v -E 'warning:|note:|In function|inlined from|^ +\||~~~|^\s*[0-9]+ \||^# github.com/ollama' >&2)
+		$(CGO_ENV) $(GO) test -count=1 -timeout 20m ./internal/e2e/ 2> >(grep -v -E $(CGO_NOISE) >&2)
 
 test-sdk:
 	@echo ">> openai SDKs (Python, Node) against a live server"

@@ -6,7 +6,6 @@ require (
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/ledongthuc/pdf v0.0.0-20260907135840-6c8c28e0e8a0
-	github.com/ollama/ollama v0.17.4
 	github.com/pressly/goose/v3 v3.29.0
 	github.com/prometheus/client_golang v1.25.0
 	golang.org/x/net v0.61.0
@@ -14,6 +13,8 @@ require (
 	gopkg.in/yaml.v3 v3.0.1
 	modernc.org/sqlite v1.61.1
 )
+
+require github.com/dlclark/regexp2 v1.11.4 // indirect
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect

@@ -31,6 +31,7 @@ func runnerCommand(args []string, stdout io.Writer) error {
 	queue := fs.Int("queue", 64, "most requests waiting for a slot")
 	parentStdin := fs.Bool("parent-stdin", false, "exit when standard input closes")
 	verbose := fs.Bool("verbose", false, "print llama.cpp's info log")
+	bench := fs.Bool("bench", false, "measure decode speed on the model, print a table and exit (see bench/README.md)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -50,12 +51,16 @@ func runnerCommand(args []string, stdout io.Writer) error {
 			cancel()
 		}()
 	}
+	engine := runner.EngineConfig{Slots: *slots, CtxPerSlot: *ctxSize, Batch: *batch, Threads: *threads, QueueSize: *queue}
+	if *bench {
+		return runner.Bench(ctx, runner.BenchConfig{ModelPath: *model, Engine: engine}, stdout)
+	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	return runner.Run(ctx, runner.Config{
 		ModelPath: *model,
 		Addr:      *addr,
 		Token:     os.Getenv(runnerproto.EnvToken),
-		Engine:    runner.EngineConfig{Slots: *slots, CtxPerSlot: *ctxSize, Batch: *batch, Threads: *threads, QueueSize: *queue},
+		Engine:    engine,
 		Log:       log,
 		Ready: func(a string) {
 			json.NewEncoder(stdout).Encode(map[string]string{"addr": a})

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"time"
 
@@ -72,8 +73,11 @@ type Engine struct {
 	nCtxSeq int
 
 	queue chan *job
-	quit  chan struct{}
-	done  chan struct{}
+	// ctrl runs functions on the loop's goroutine while no slot is active
+	// (Bench's bare decodes).
+	ctrl chan func()
+	quit chan struct{}
+	done chan struct{}
 
 	mu      sync.Mutex
 	active  int
@@ -115,13 +119,30 @@ func NewEngine(m *llamacpp.Model, cfg EngineConfig, log *slog.Logger) (*Engine, 
 		NSeqMax: cfg.Slots,
 		Threads: cfg.Threads,
 		Pooling: llamacpp.PoolingNone,
-		// Separate KV streams per sequence decode faster when sequences do
-		// not share prefixes; a full SWA cache keeps every position so a
-		// slot's cached prefix can always be reused.
-		KVUnified: false,
-		SWAFull:   true,
+		// One KV buffer shared by every sequence. With a stream per
+		// sequence instead, llama.cpp splits each batch into ubatches that
+		// take the same number of tokens from each of a run of consecutive
+		// sequence ids, so a step holding generated tokens and a new
+		// prompt's chunk, or slots 0 and 3, runs as many one-token passes
+		// over the weights. Unified, any mix goes through in one pass;
+		// attention skips the other sequences' cells by their mask. Each
+		// slot is held to CtxPerSlot below, so the slots never outgrow it.
+		KVUnified: true,
+		// A full SWA cache keeps every position, so a slot's cached prefix
+		// can always be reused.
+		SWAFull: true,
 	})
 	if err != nil {
+		return nil, err
+	}
+	threads := cfg.Threads
+	if threads <= 0 {
+		threads = runtime.NumCPU()
+	}
+	// A pool that lives as long as the context, polling for the next
+	// decode at llama.cpp's default level (its own server does the same).
+	if err := lctx.StartThreadpool(threads, 50); err != nil {
+		lctx.Free()
 		return nil, err
 	}
 	e := &Engine{
@@ -129,8 +150,9 @@ func NewEngine(m *llamacpp.Model, cfg EngineConfig, log *slog.Logger) (*Engine, 
 		lctx:    lctx,
 		batch:   llamacpp.NewBatch(cfg.Batch + cfg.Slots),
 		nBatch:  cfg.Batch,
-		nCtxSeq: lctx.NCtxSeq(),
+		nCtxSeq: cfg.CtxPerSlot,
 		queue:   make(chan *job, cfg.QueueSize),
+		ctrl:    make(chan func()),
 		quit:    make(chan struct{}),
 		done:    make(chan struct{}),
 		log:     log,
@@ -224,6 +246,9 @@ func (e *Engine) loop() {
 			select {
 			case j := <-e.queue:
 				e.admit(j)
+			case f := <-e.ctrl:
+				f()
+				continue
 			case <-e.quit:
 				e.failAll("runner shutting down")
 				return
@@ -246,6 +271,18 @@ func (e *Engine) loop() {
 		default:
 		}
 		e.step()
+	}
+}
+
+// exclusive runs f on the loop's goroutine with the context and batch
+// while no request is being generated, and returns f's error.
+func (e *Engine) exclusive(ctx context.Context, f func(*llamacpp.Context, *llamacpp.Batch) error) error {
+	errc := make(chan error, 1)
+	select {
+	case e.ctrl <- func() { errc <- f(e.lctx, e.batch) }:
+		return <-errc
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -42,20 +42,24 @@ func Binary(t testing.TB) string {
 			return
 		}
 		root := RepoRoot()
-		out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/ollama/ollama").Output()
+		// As the Makefile: llama.cpp's libraries for this machine, built
+		// once into the shared cache by scripts/llama-cpp.sh.
+		lb := exec.Command("bash", "scripts/llama-cpp.sh", "build", "native")
+		lb.Dir = root
+		var logs strings.Builder
+		lb.Stderr = &logs
+		out, err := lb.Output()
 		if err != nil {
-			buildErr = err
+			buildErr = &buildError{err: err, out: logs.String()}
 			return
 		}
-		od := strings.TrimSpace(string(out))
+		prefix := strings.TrimSpace(string(out))
 		bin := filepath.Join(dir, "sovereign")
 		cmd := exec.Command("go", "build", "-o", bin, "./cmd/sovereign")
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=1",
-			"CGO_CPPFLAGS=-DGGML_USE_CPU_REPACK -I"+od+"/llama/llama.cpp/include -I"+od+"/ml/backend/ggml/ggml/include",
-			// As the Makefile: no AMX, whose ggml source the Go module does not build.
-			"CGO_CFLAGS=-O3 -march=native -mno-amx-tile -mno-amx-int8 -mno-amx-bf16",
-			"CGO_CXXFLAGS=-O3 -march=native -mno-amx-tile -mno-amx-int8 -mno-amx-bf16")
+			"CGO_CPPFLAGS=-I"+prefix+"/include", "CGO_LDFLAGS=-L"+prefix+"/lib",
+			"CGO_CFLAGS=-O3 -march=native", "CGO_CXXFLAGS=-O3 -march=native")
 		if b, err := cmd.CombinedOutput(); err != nil {
 			buildErr = &buildError{err: err, out: string(b)}
 			return

