@@ -7,9 +7,12 @@
 //	go run ./bench/engine -base-url http://127.0.0.1:8080 -model gemma3-270m \
 //	    -label sovereign -json-out sovereign.json
 //
-// Compare mode prints the final table with ratios (ours/peer) and PASS/FAIL:
+// Compare mode prints the final table: each server's median over rounds,
+// ours/peer ratios with their spread over rounds, and PASS/FAIL against the
+// targets (compare.go):
 //
-//	go run ./bench/engine -compare sovereign.json,peer.json
+//	go run ./bench/engine -compare -ours s1.json,s2.json \
+//	    -peer llama-server=l1.json,l2.json [-peer NAME=…] [-extra NAME=x.json]
 //
 // Every request is a streamed (SSE) completion at temperature 0 whose prompt
 // starts with a random nonce, so no prefix cache can help either server.
@@ -38,13 +41,7 @@ import (
 	"time"
 )
 
-// Acceptance targets from the benchmark issue; overridable in compare mode.
 const (
-	defaultTargetSingle  = 0.95 // single-stream decode, ours/peer
-	defaultTargetAggSelf = 2.0  // aggregate@8 / our own single-stream decode
-	defaultTargetAggPeer = 1.5  // aggregate@8, ours/peer
-	targetStreams        = 8
-
 	// maxCachedTokens is how many cached prompt tokens a nonce-prefixed
 	// prompt may share with an earlier one: BOS, a chat template's opening
 	// tokens (with -endpoint chat) and perhaps the nonce's first token.
@@ -73,12 +70,13 @@ type config struct {
 func main() {
 	var (
 		cfg        config
-		compare    string
+		compare    bool
+		ours       string
+		peers      namedFiles
+		extras     namedFiles
 		banFlag    string
 		streamFlag string
-		tSingle    float64
-		tAggSelf   float64
-		tAggPeer   float64
+		t          = defaultTargets
 	)
 	flag.StringVar(&cfg.baseURL, "base-url", "http://127.0.0.1:8080", "server base URL (the part before /v1/...)")
 	flag.StringVar(&cfg.model, "model", "gemma3-270m", "model id sent in every request")
@@ -96,18 +94,19 @@ func main() {
 	flag.StringVar(&streamFlag, "streams", "1,4,8", "comma-separated concurrency levels for aggregate decode")
 	flag.IntVar(&cfg.threads, "threads", 0, "thread count the server was started with (recorded only)")
 	flag.DurationVar(&cfg.timeout, "timeout", 10*time.Minute, "limit for one request")
-	flag.StringVar(&compare, "compare", "", "compare mode: OURS.json,PEER.json")
-	flag.Float64Var(&tSingle, "target-single", defaultTargetSingle, "compare: minimum single-stream decode ratio ours/peer")
-	flag.Float64Var(&tAggSelf, "target-agg-self", defaultTargetAggSelf, "compare: minimum aggregate@8 / own single-stream decode")
-	flag.Float64Var(&tAggPeer, "target-agg-peer", defaultTargetAggPeer, "compare: minimum aggregate@8 ratio ours/peer")
+	flag.BoolVar(&compare, "compare", false, "compare mode: print the table for -ours against -peer (and -extra) result files")
+	flag.StringVar(&ours, "ours", "", "compare: our result files, one per round, comma-separated")
+	flag.Var(&peers, "peer", "compare: NAME=FILE[,FILE…], a peer's result files (repeatable; the first is the one the targets use)")
+	flag.Var(&extras, "extra", "compare: NAME=FILE[,FILE…], more of our runs shown beside the others without targets (repeatable)")
+	flag.Float64Var(&t.single, "target-single", t.single, "compare: minimum single-stream decode ratio ours/peer")
+	flag.Float64Var(&t.aggPeer, "target-agg-peer", t.aggPeer, "compare: minimum aggregate decode ratio ours/peer at 8 streams")
+	flag.Float64Var(&t.aggSelf, "target-agg-self", t.aggSelf, "compare: minimum aggregate decode at 8 streams over our own single-stream decode")
+	flag.Float64Var(&t.prompt, "target-prompt", t.prompt, "compare: minimum prompt tok/s ratio ours/peer")
+	flag.Float64Var(&t.ttft, "target-ttft", t.ttft, "compare: most TTFT p50 at 8 streams, ours/peer")
 	flag.Parse()
 
-	if compare != "" {
-		files := strings.Split(compare, ",")
-		if len(files) != 2 {
-			fatalf("-compare wants OURS.json,PEER.json")
-		}
-		ok, err := runCompare(os.Stdout, files[0], files[1], targets{tSingle, tAggSelf, tAggPeer})
+	if compare {
+		ok, err := runCompare(os.Stdout, ours, peers, extras, t)
 		if err != nil {
 			fatalf("%v", err)
 		}
@@ -822,124 +821,4 @@ func endpointPath(e string) string {
 		return "chat/completions"
 	}
 	return "completions"
-}
-
-type targets struct{ single, aggSelf, aggPeer float64 }
-
-func loadReport(path string) (*Report, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var r Report
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("%s: %v", path, err)
-	}
-	return &r, nil
-}
-
-func (r *Report) agg(streams int) (float64, bool) {
-	for _, a := range r.Aggregate {
-		if a.Streams == streams {
-			return a.TokS, true
-		}
-	}
-	return 0, false
-}
-
-func ratio(a, b float64) float64 {
-	if b == 0 {
-		return math.NaN()
-	}
-	return a / b
-}
-
-func fmtRatio(x float64) string {
-	if math.IsNaN(x) {
-		return "n/a"
-	}
-	return fmt.Sprintf("%.2fx", x)
-}
-
-// runCompare prints the final table for ours vs peer and reports whether
-// every target passed.
-func runCompare(w io.Writer, oursPath, peerPath string, t targets) (bool, error) {
-	ours, err := loadReport(oursPath)
-	if err != nil {
-		return false, err
-	}
-	peer, err := loadReport(peerPath)
-	if err != nil {
-		return false, err
-	}
-	fmt.Fprintf(w, "\nEngine benchmark: %s vs %s — model %s, threads %d/%d, /v1/%s, %d-token decodes\n",
-		ours.Label, peer.Label, ours.Model, ours.Threads, peer.Threads, endpointPath(ours.Endpoint), ours.Settings.DecodeTokens)
-	fmt.Fprintf(w, "host: %s, %d CPUs; load at start: %s | %s\n\n", ours.Host.CPU, ours.Host.NumCPU, ours.Host.LoadAvg, peer.Host.LoadAvg)
-
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "metric\t%s\t%s\tours/peer\ttarget\tresult\t\n", ours.Label, peer.Label)
-	row := func(name string, o, p float64, format, target, result string) {
-		fmt.Fprintf(tw, "%s\t"+format+"\t"+format+"\t%s\t%s\t%s\t\n", name, o, p, fmtRatio(ratio(o, p)), target, result)
-	}
-	allPass := true
-	verdict := func(ok bool) string {
-		if !ok {
-			allPass = false
-			return "FAIL"
-		}
-		return "PASS"
-	}
-
-	row("prompt tok/s", ours.Prompt.TokS, peer.Prompt.TokS, "%.1f", "", "")
-	rs := ratio(ours.Single.TokS, peer.Single.TokS)
-	row("single-stream decode tok/s", ours.Single.TokS, peer.Single.TokS, "%.1f",
-		fmt.Sprintf(">= %.2fx", t.single), verdict(!math.IsNaN(rs) && rs >= t.single))
-	for _, a := range ours.Aggregate {
-		p, ok := peer.agg(a.Streams)
-		if !ok {
-			continue
-		}
-		target, result := "", ""
-		if a.Streams == targetStreams {
-			r := ratio(a.TokS, p)
-			target = fmt.Sprintf(">= %.2fx", t.aggPeer)
-			result = verdict(!math.IsNaN(r) && r >= t.aggPeer)
-		}
-		row(fmt.Sprintf("aggregate decode tok/s @%d", a.Streams), a.TokS, p, "%.1f", target, result)
-	}
-	o8, ok8 := ours.agg(targetStreams)
-	p8, _ := peer.agg(targetStreams)
-	if ok8 {
-		self := ratio(o8, ours.Single.TokS)
-		fmt.Fprintf(tw, "aggregate@%d / own single-stream\t%s\t%s\t\t%s\t%s\t\n", targetStreams,
-			fmtRatio(self), fmtRatio(ratio(p8, peer.Single.TokS)),
-			fmt.Sprintf(">= %.2fx (ours)", t.aggSelf), verdict(!math.IsNaN(self) && self >= t.aggSelf))
-	} else {
-		fmt.Fprintf(tw, "aggregate@%d\tmissing\t\t\t\tFAIL\t\n", targetStreams)
-		allPass = false
-	}
-	row("TTFT p50 ms (lower is better)", ours.TTFT.P50Ms, peer.TTFT.P50Ms, "%.0f", "", "")
-	row("TTFT p99 ms (lower is better)", ours.TTFT.P99Ms, peer.TTFT.P99Ms, "%.0f", "", "")
-	tw.Flush()
-
-	fmt.Fprintf(w, "\nTTFT set: %s (n=%d / %d).\n", ours.TTFT.Set, ours.TTFT.N, peer.TTFT.N)
-	if d := ours.Prompt.PromptTokens - peer.Prompt.PromptTokens; d*50 > peer.Prompt.PromptTokens || -d*50 > peer.Prompt.PromptTokens {
-		fmt.Fprintf(w, "NOTE: prompt token counts differ by more than 2%% (%d vs %d): the servers tokenised the same text differently.\n",
-			ours.Prompt.PromptTokens, peer.Prompt.PromptTokens)
-	}
-	if ours.Endpoint != peer.Endpoint || ours.Settings.DecodeTokens != peer.Settings.DecodeTokens ||
-		ours.Settings.PromptWords != peer.Settings.PromptWords || ours.Threads != peer.Threads {
-		fmt.Fprintf(w, "NOTE: the two runs used different settings (endpoint, decode tokens, prompt words or threads).\n")
-	}
-	for _, r := range []*Report{ours, peer} {
-		for _, msg := range r.Warnings {
-			fmt.Fprintf(w, "WARNING (%s): %s\n", r.Label, msg)
-		}
-	}
-	if allPass {
-		fmt.Fprintf(w, "\nRESULT: PASS (all targets met)\n")
-	} else {
-		fmt.Fprintf(w, "\nRESULT: FAIL (see rows marked FAIL)\n")
-	}
-	return allPass, nil
 }

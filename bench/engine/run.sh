@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
-# bench/engine/run.sh: Sovereign vs llama-cpp-python's OpenAI server on the
-# same GGUF, the same thread count and the same load, one server at a time.
+# bench/engine/run.sh: Sovereign against llama.cpp's own llama-server (and,
+# when asked, llama-cpp-python's server) on the same GGUF, the same threads,
+# the same slots and the same load, one server at a time, in rounds that
+# alternate which server goes first. Then Sovereign once more in
+# deterministic mode, to show what that costs.
 #
 #   bench/engine/run.sh            # or: make bench
 #
 # Environment (all optional):
-#   BENCH_THREADS        threads for both servers (default: nproc)
+#   BENCH_THREADS        threads for every server (default: nproc)
 #   BENCH_MODEL          model id (default: gemma3-270m)
 #   SOVEREIGN_MODELS_DIR Sovereign's model store (default: ./data/models)
-#   BENCH_GGUF           GGUF for the peer (default: <models dir>/<model>/model.gguf)
+#   BENCH_GGUF           GGUF for the peers (default: <models dir>/<model>/model.gguf)
 #   SOVEREIGN_BIN        Sovereign binary (default: bin/sovereign)
-#   BENCH_SLOTS          SOVEREIGN_SLOTS (default: 8)
-#   BENCH_OURS_PORT      Sovereign's port on 127.0.0.1 (default: 18090)
-#   BENCH_PEER_PORT      the peer's port on 127.0.0.1 (default: 18091)
+#   BENCH_SLOTS          parallel sequences of every server (default: 8)
+#   BENCH_CTX            context tokens per slot (default: 4096)
+#   BENCH_ROUNDS         rounds; each measures every server once (default: 2)
+#   BENCH_PEERS          comma-separated: llama-server, llama-cpp-python (default: llama-server)
+#   BENCH_DETERMINISTIC  1: also measure Sovereign with SOVEREIGN_DETERMINISTIC=true (default: 1)
+#   BENCH_PORT           first of the loopback ports used (default: 18090)
 #   BENCH_OUT            results and logs (default: bench/out)
 #   BENCH_PEER_VERSION   llama-cpp-python version to build (default: 0.3.36)
 #   BENCH_READY_TIMEOUT  seconds to wait for a server to answer (default: 180)
-#   BENCH_API_KEY        bearer token to send (default: none)
-#   BENCH_ONLY           both | ours | peer (default: both; one side prints no ratios)
 #   BENCH_ARGS           extra flags for the load generator, e.g. "-rounds 3"
 set -euo pipefail
 
@@ -30,18 +34,17 @@ MODELS_DIR="${SOVEREIGN_MODELS_DIR:-./data/models}"
 GGUF="${BENCH_GGUF:-$MODELS_DIR/$MODEL_ID/model.gguf}"
 SOVEREIGN_BIN="${SOVEREIGN_BIN:-bin/sovereign}"
 SLOTS="${BENCH_SLOTS:-8}"
-OURS_PORT="${BENCH_OURS_PORT:-18090}"
-PEER_PORT="${BENCH_PEER_PORT:-18091}"
+CTX="${BENCH_CTX:-4096}"
+ROUNDS="${BENCH_ROUNDS:-2}"
+PEERS="${BENCH_PEERS:-llama-server}"
+DETERMINISTIC="${BENCH_DETERMINISTIC:-1}"
+PORT="${BENCH_PORT:-18090}"
 OUT="${BENCH_OUT:-bench/out}"
 PEER_VERSION="${BENCH_PEER_VERSION:-0.3.36}"
 READY_TIMEOUT="${BENCH_READY_TIMEOUT:-180}"
-API_KEY="${BENCH_API_KEY:-}"
-ONLY="${BENCH_ONLY:-both}"
 read -r -a EXTRA_ARGS <<<"${BENCH_ARGS:-}"
 VENV="bench/.venv"
-
-OURS_LABEL="sovereign"
-PEER_LABEL="llama-cpp-python"
+API_KEY="sk-sov-bench-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 
 die() {
 	echo "bench: $*" >&2
@@ -49,39 +52,68 @@ die() {
 }
 log() { echo "bench: $*" >&2; }
 
-case "$ONLY" in both | ours | peer) ;; *) die "BENCH_ONLY must be both, ours or peer" ;; esac
 [[ "$THREADS" =~ ^[1-9][0-9]*$ ]] || die "BENCH_THREADS must be a positive integer"
+[[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || die "BENCH_ROUNDS must be a positive integer"
+IFS=, read -r -a PEER_LIST <<<"$PEERS"
+for p in "${PEER_LIST[@]}"; do
+	case "$p" in llama-server | llama-cpp-python) ;; *) die "BENCH_PEERS: unknown peer $p (llama-server, llama-cpp-python)" ;; esac
+done
 command -v go >/dev/null || die "go is not on PATH"
 command -v curl >/dev/null || die "curl is not on PATH"
-[[ -f "$GGUF" ]] || die "model file $GGUF not found: fetch it first (make models, or bin/sovereign models pull --defaults), or set SOVEREIGN_MODELS_DIR / BENCH_GGUF"
+[[ -f "$GGUF" ]] || die "model file $GGUF not found: fetch it first (make models), or set SOVEREIGN_MODELS_DIR / BENCH_GGUF"
 GGUF="$(cd "$(dirname "$GGUF")" && pwd)/$(basename "$GGUF")"
-if [[ "$ONLY" != peer && ! -x "$SOVEREIGN_BIN" ]]; then
-	die "$SOVEREIGN_BIN not found: build it first (make build)"
-fi
+[[ -x "$SOVEREIGN_BIN" ]] || die "$SOVEREIGN_BIN not found: build it first (make build)"
 mkdir -p "$OUT"
 
-# --- (a) the peer: llama-cpp-python[server], built from source with native flags
-peer_installed() {
-	[[ -x "$VENV/bin/python" ]] &&
-		"$VENV/bin/python" -c 'import llama_cpp.server.app, uvicorn, sse_starlette' >/dev/null 2>&1
+# --- the peers, built from source with native flags, once
+
+# llama-server: from the same llama.cpp source the runner links
+# (scripts/llama-cpp.sh), with llama.cpp's default CMake build (OpenMP on)
+# and the flags its README gives for a CPU build.
+LLAMA_SERVER=""
+build_llama_server() {
+	local src dir
+	src=$(bash scripts/llama-cpp.sh source)
+	dir="bench/.peers/llama-server-$(basename "$(dirname "$src")")"
+	LLAMA_SERVER="$dir/bin/llama-server"
+	[[ -x "$LLAMA_SERVER" ]] && return 0
+	command -v cmake >/dev/null || die "cmake is not installed"
+	log "building llama-server from $src with -DGGML_NATIVE=ON (about 6 minutes on 2 cores, once); log: $OUT/llama-server-build.log"
+	if ! { cmake -S "$src" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
+		-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF && cmake --build "$dir" --target llama-server; } >"$OUT/llama-server-build.log" 2>&1; then
+		tail -n 30 "$OUT/llama-server-build.log" >&2
+		die "building llama-server failed (log: $OUT/llama-server-build.log)"
+	fi
+	[[ -x "$LLAMA_SERVER" ]] || die "the build produced no $LLAMA_SERVER"
 }
-if [[ "$ONLY" != ours ]] && ! peer_installed; then
+
+# llama-cpp-python's server: serves one request at a time; slow to build.
+build_llama_cpp_python() {
+	if [[ -x "$VENV/bin/python" ]] && "$VENV/bin/python" -c 'import llama_cpp.server.app, uvicorn, sse_starlette' >/dev/null 2>&1; then
+		return 0
+	fi
 	[[ -x "$VENV/bin/python" ]] || python3 -m venv "$VENV"
-	log "building llama-cpp-python $PEER_VERSION from source with -DGGML_NATIVE=ON (compiles llama.cpp: 10+ minutes on 2 cores); log: $OUT/peer-install.log"
+	log "building llama-cpp-python $PEER_VERSION from source with -DGGML_NATIVE=ON (10+ minutes on 2 cores, once); log: $OUT/llama-cpp-python-install.log"
 	if ! CMAKE_ARGS="-DGGML_NATIVE=ON -DCMAKE_BUILD_TYPE=Release" \
 		"$VENV/bin/pip" install --no-binary llama-cpp-python "llama-cpp-python[server]==$PEER_VERSION" \
-		>"$OUT/peer-install.log" 2>&1; then
-		tail -n 30 "$OUT/peer-install.log" >&2
-		die "installing llama-cpp-python failed (full log: $OUT/peer-install.log)"
+		>"$OUT/llama-cpp-python-install.log" 2>&1; then
+		tail -n 30 "$OUT/llama-cpp-python-install.log" >&2
+		die "installing llama-cpp-python failed (log: $OUT/llama-cpp-python-install.log)"
 	fi
-	peer_installed || die "llama-cpp-python installed but llama_cpp.server does not import"
-fi
+}
+
+for p in "${PEER_LIST[@]}"; do
+	case "$p" in
+	llama-server) build_llama_server ;;
+	llama-cpp-python) build_llama_cpp_python ;;
+	esac
+done
 
 # --- the load generator
 GEN="$OUT/engine-bench"
 go build -o "$GEN" ./bench/engine
 
-# --- servers: started one at a time, each stopped before the next starts
+# --- servers: one at a time, each stopped before the next starts
 SERVER_PID=""
 stop_server() {
 	[[ -n "$SERVER_PID" ]] || return 0
@@ -95,16 +127,20 @@ stop_server() {
 	kill -KILL "$pid" 2>/dev/null || true
 	wait "$pid" 2>/dev/null || true
 }
-trap stop_server EXIT
+DATA=""
+cleanup() {
+	stop_server
+	[[ -z "$DATA" ]] || rm -rf "$DATA"
+}
+trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-auth=()
-[[ -z "$API_KEY" ]] || auth=(-H "Authorization: Bearer $API_KEY")
-
-wait_ready() { # url logfile
-	local url="$1" logfile="$2" deadline=$((SECONDS + READY_TIMEOUT))
+wait_ready() { # url logfile [key]
+	local url="$1" logfile="$2" key="${3:-}" deadline=$((SECONDS + READY_TIMEOUT))
+	local auth=()
+	[[ -z "$key" ]] || auth=(-H "Authorization: Bearer $key")
 	until curl -fsS -o /dev/null --max-time 5 "${auth[@]}" "$url/v1/models" 2>/dev/null; do
 		if ! kill -0 "$SERVER_PID" 2>/dev/null; then
 			tail -n 30 "$logfile" >&2
@@ -133,39 +169,75 @@ check_load() {
 	fi
 }
 
-bench_one() { # label port logfile -- server command...
-	local label="$1" port="$2" logfile="$3"
+# measure LABEL JSON KEY -- server command...: start the server on $PORT,
+# run the load generator against it, stop it.
+measure() {
+	local label="$1" json="$2" key="$3" logfile="$OUT/$1.log"
 	shift 4
-	port_free "$port" || die "port $port on 127.0.0.1 is already in use"
+	port_free "$PORT" || die "port $PORT on 127.0.0.1 is already in use"
 	check_load
-	log "starting $label on 127.0.0.1:$port (threads $THREADS)"
+	log "starting $label on 127.0.0.1:$PORT (threads $THREADS, slots $SLOTS)"
 	"$@" >"$logfile" 2>&1 &
 	SERVER_PID=$!
-	wait_ready "http://127.0.0.1:$port" "$logfile"
+	wait_ready "http://127.0.0.1:$PORT" "$logfile" "$key"
 	log "$label is ready; measuring"
-	"$GEN" -base-url "http://127.0.0.1:$port" -model "$MODEL_ID" -api-key "$API_KEY" \
-		-label "$label" -threads "$THREADS" -json-out "$OUT/$label.json" "${EXTRA_ARGS[@]}"
+	"$GEN" -base-url "http://127.0.0.1:$PORT" -model "$MODEL_ID" -api-key "$key" \
+		-label "$label" -threads "$THREADS" -json-out "$json" "${EXTRA_ARGS[@]}"
 	stop_server
 }
 
-if [[ "$ONLY" != peer ]]; then
-	bench_one "$OURS_LABEL" "$OURS_PORT" "$OUT/$OURS_LABEL.log" -- \
-		env SOVEREIGN_ADDR="127.0.0.1:$OURS_PORT" SOVEREIGN_MODELS_DIR="$MODELS_DIR" \
-		SOVEREIGN_THREADS="$THREADS" SOVEREIGN_SLOTS="$SLOTS" \
-		"$SOVEREIGN_BIN" serve
-fi
-# --interrupt_requests False: by default llama-cpp-python's server ends the
-# stream in progress whenever another request arrives, which would cut the
-# concurrent streams short; with it off, requests queue and each runs to the end.
-if [[ "$ONLY" != ours ]]; then
-	bench_one "$PEER_LABEL" "$PEER_PORT" "$OUT/$PEER_LABEL.log" -- \
-		"$VENV/bin/python" -m llama_cpp.server --model "$GGUF" \
-		--n_threads "$THREADS" --n_threads_batch "$THREADS" --n_ctx 4096 \
-		--host 127.0.0.1 --port "$PEER_PORT" --model_alias "$MODEL_ID" \
-		--interrupt_requests False
+run_sovereign() { # label json [deterministic]
+	rm -rf "$DATA"
+	DATA=$(mktemp -d "${TMPDIR:-/tmp}/sovereign-bench-XXXXXX")
+	measure "$1" "$2" "$API_KEY" -- \
+		env SOVEREIGN_ADDR="127.0.0.1:$PORT" SOVEREIGN_DATA_DIR="$DATA" SOVEREIGN_MODELS_DIR="$MODELS_DIR" \
+		SOVEREIGN_BOOTSTRAP_KEY="$API_KEY" SOVEREIGN_THREADS="$THREADS" SOVEREIGN_SLOTS="$SLOTS" SOVEREIGN_CTX="$CTX" \
+		SOVEREIGN_DETERMINISTIC="${3:-false}" SOVEREIGN_LOG_LEVEL=warn "$SOVEREIGN_BIN" serve
+}
+
+run_peer() { # name label json
+	case "$1" in
+	llama-server)
+		# -np slots, -c slots x ctx: the same 4,096 tokens per slot as ours.
+		measure "$2" "$3" "" -- "$LLAMA_SERVER" -m "$GGUF" -t "$THREADS" -tb "$THREADS" -np "$SLOTS" \
+			-c $((SLOTS * CTX)) --host 127.0.0.1 --port "$PORT" -a "$MODEL_ID"
+		;;
+	llama-cpp-python)
+		# --interrupt_requests False: by default llama-cpp-python's server ends
+		# the stream in progress whenever another request arrives.
+		measure "$2" "$3" "" -- "$VENV/bin/python" -m llama_cpp.server --model "$GGUF" \
+			--n_threads "$THREADS" --n_threads_batch "$THREADS" --n_ctx "$CTX" \
+			--host 127.0.0.1 --port "$PORT" --model_alias "$MODEL_ID" --interrupt_requests False
+		;;
+	esac
+}
+
+ours_files=()
+declare -A peer_files
+for r in $(seq 1 "$ROUNDS"); do
+	# Odd rounds start with Sovereign, even rounds with the peers.
+	if ((r % 2 == 1)); then
+		run_sovereign "sovereign-r$r" "$OUT/sovereign-r$r.json"
+	fi
+	for p in "${PEER_LIST[@]}"; do
+		run_peer "$p" "$p-r$r" "$OUT/$p-r$r.json"
+		peer_files[$p]="${peer_files[$p]:+${peer_files[$p]},}$OUT/$p-r$r.json"
+	done
+	if ((r % 2 == 0)); then
+		run_sovereign "sovereign-r$r" "$OUT/sovereign-r$r.json"
+	fi
+	ours_files+=("$OUT/sovereign-r$r.json")
+done
+extra=()
+if [[ "$DETERMINISTIC" == 1 ]]; then
+	run_sovereign "sovereign-deterministic" "$OUT/sovereign-deterministic.json" true
+	extra=(-extra "deterministic=$OUT/sovereign-deterministic.json")
 fi
 
-# --- (d) the table with ratios and PASS/FAIL
-if [[ "$ONLY" == both ]]; then
-	"$GEN" -compare "$OUT/$OURS_LABEL.json,$OUT/$PEER_LABEL.json"
-fi
+# --- the table with ratios and PASS/FAIL (exit 1 on FAIL)
+peer_args=()
+for p in "${PEER_LIST[@]}"; do peer_args+=(-peer "$p=${peer_files[$p]}"); done
+"$GEN" -compare -ours "$(
+	IFS=,
+	echo "${ours_files[*]}"
+)" "${peer_args[@]}" "${extra[@]}" | tee "$OUT/engine-compare.txt"

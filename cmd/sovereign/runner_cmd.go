@@ -31,6 +31,7 @@ func runnerCommand(args []string, stdout io.Writer) error {
 	queue := fs.Int("queue", 64, "most requests waiting for a slot")
 	parentStdin := fs.Bool("parent-stdin", false, "exit when standard input closes")
 	verbose := fs.Bool("verbose", false, "print llama.cpp's info log")
+	deterministic := fs.Bool("deterministic", false, "decode each sequence on its own, so its output does not depend on the batch")
 	bench := fs.Bool("bench", false, "measure decode speed on the model, print a table and exit (see bench/README.md)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -51,7 +52,7 @@ func runnerCommand(args []string, stdout io.Writer) error {
 			cancel()
 		}()
 	}
-	engine := runner.EngineConfig{Slots: *slots, CtxPerSlot: *ctxSize, Batch: *batch, Threads: *threads, QueueSize: *queue}
+	engine := runner.EngineConfig{Slots: *slots, CtxPerSlot: *ctxSize, Batch: *batch, Threads: *threads, QueueSize: *queue, Deterministic: *deterministic}
 	if *bench {
 		return runner.Bench(ctx, runner.BenchConfig{ModelPath: *model, Engine: engine}, stdout)
 	}

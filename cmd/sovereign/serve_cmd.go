@@ -139,7 +139,7 @@ func serveCommand(args []string) error {
 	var cat *catalog.Catalog
 	mgr := engine.New(engine.Config{
 		Catalog: pathsOf{&cat}, Slots: cfg.Slots, CtxPerSlot: cfg.CtxPerSlot, Threads: cfg.Threads,
-		MaxQueue: cfg.MaxQueue, KeepAlive: cfg.KeepAlive, MaxLoaded: cfg.MaxLoaded, Events: bus, Log: log,
+		MaxQueue: cfg.MaxQueue, KeepAlive: cfg.KeepAlive, MaxLoaded: cfg.MaxLoaded, Deterministic: cfg.Deterministic, Events: bus, Log: log,
 	})
 	defer mgr.Close()
 	cat, err = catalog.New(ctx, catalog.Config{

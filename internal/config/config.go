@@ -41,6 +41,9 @@ type Config struct {
 	MaxQueue          int           `yaml:"max_queue"`
 	KeepAlive         time.Duration `yaml:"keep_alive"`
 	MaxLoaded         int           `yaml:"max_loaded"`
+	// Deterministic makes a request's output independent of what runs
+	// beside it (see docs/engine.md#deterministic-mode).
+	Deterministic bool `yaml:"deterministic"`
 	// RerankModel serves searches that ask for reranking without naming a
 	// model (default: the first installed cross-encoder, else the default
 	// chat model with the query-likelihood method).
@@ -77,6 +80,7 @@ var settings = []setting{
 	{"MaxQueue", "max_queue", "SOVEREIGN_MAX_QUEUE", "16", "requests waiting per model beyond its slots before 503"},
 	{"KeepAlive", "keep_alive", "SOVEREIGN_KEEP_ALIVE", "5m", "unload a model after this long idle (negative: never)"},
 	{"MaxLoaded", "max_loaded", "SOVEREIGN_MAX_LOADED", "2", "most models loaded at once"},
+	{"Deterministic", "deterministic", "SOVEREIGN_DETERMINISTIC", "false", "same output for the same request whatever runs beside it (decodes each sequence on its own; costs batched throughput)"},
 	{"RerankModel", "rerank_model", "SOVEREIGN_RERANK_MODEL", "", "default rerank model (default: the first installed cross-encoder, else the default chat model)"},
 }
 

@@ -44,6 +44,9 @@ type Config struct {
 	MaxQueue   int           // requests waiting beyond the slots before 503 (default 16)
 	KeepAlive  time.Duration // idle time before a model is unloaded (default 5m; <0 never)
 	MaxLoaded  int           // most models loaded at once (default 2)
+	// Deterministic starts runners with --deterministic: a request's
+	// output does not depend on the other requests in the batch.
+	Deterministic bool
 	// LoadTimeout bounds how long a runner may take to become healthy
 	// (default 2m).
 	LoadTimeout time.Duration

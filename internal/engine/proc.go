@@ -75,6 +75,9 @@ func (m *Manager) startLocked(id, path string) *proc {
 		"--slots", strconv.Itoa(m.cfg.Slots), "--ctx", strconv.Itoa(m.cfg.CtxPerSlot),
 		"--batch", strconv.Itoa(m.cfg.Batch), "--threads", strconv.Itoa(m.cfg.Threads),
 		"--queue", strconv.Itoa(m.cfg.Slots + m.cfg.MaxQueue)}
+	if m.cfg.Deterministic {
+		args = append(args, "--deterministic")
+	}
 	cmd := exec.Command(m.cfg.Exe, args...)
 	cmd.Env = append(os.Environ(), runnerproto.EnvToken+"="+p.token)
 	cmd.Stderr = p.stderr

@@ -7,11 +7,13 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -46,6 +48,7 @@ type slot struct {
 	cache    []llamacpp.Token // tokens whose KV is in the context for this sequence
 	job      *job
 	lastUsed time.Time
+	order    uint64 // admission number of the job, for reading prompts first come first served
 
 	promptPos int // next prompt token to feed
 	pending   llamacpp.Token
@@ -58,7 +61,11 @@ type slot struct {
 	scored    [][2]int
 	generated int
 	cached    int // prompt tokens reused from the cache
-	gate      *inference.TextGate
+	// promptKV is how many leading cache tokens were decoded as prompt
+	// chunks (the rest, if any, were generated one at a time). Only
+	// deterministic mode reads it.
+	promptKV int
+	gate     *inference.TextGate
 }
 
 func (s *slot) active() bool { return s.job != nil }
@@ -71,6 +78,14 @@ type Engine struct {
 	slots   []*slot
 	nBatch  int
 	nCtxSeq int
+	// isolate decodes each sequence on its own (deterministic mode); one
+	// is the slot list of such a decode.
+	isolate bool
+	one     [1]*slot
+	// admitted numbers the jobs in admission order; reading is the prompt
+	// readers of the step being built, in that order.
+	admitted uint64
+	reading  []*slot
 
 	queue chan *job
 	// ctrl runs functions on the loop's goroutine while no slot is active
@@ -92,6 +107,12 @@ type EngineConfig struct {
 	Batch      int // most tokens per decode step (default 512)
 	Threads    int
 	QueueSize  int // most requests waiting for a slot (default 64)
+	// Deterministic makes a request's output independent of the other
+	// requests running beside it: each sequence has a KV stream of its own
+	// and is decoded on its own, its prompt in chunks that start at
+	// multiples of Batch, and a cached prefix is reused only in whole such
+	// chunks. It costs batched throughput (docs/engine.md).
+	Deterministic bool
 }
 
 // NewEngine creates the context for a causal model and starts the
@@ -119,7 +140,9 @@ func NewEngine(m *llamacpp.Model, cfg EngineConfig, log *slog.Logger) (*Engine, 
 		NSeqMax: cfg.Slots,
 		Threads: cfg.Threads,
 		Pooling: llamacpp.PoolingNone,
-		// One KV buffer shared by every sequence. With a stream per
+		// One KV buffer shared by every sequence (outside deterministic
+		// mode, which needs each sequence's cells laid out by its own
+		// history alone: see EngineConfig.Deterministic). With a stream per
 		// sequence instead, llama.cpp splits each batch into ubatches that
 		// take the same number of tokens from each of a run of consecutive
 		// sequence ids, so a step holding generated tokens and a new
@@ -127,7 +150,7 @@ func NewEngine(m *llamacpp.Model, cfg EngineConfig, log *slog.Logger) (*Engine, 
 		// over the weights. Unified, any mix goes through in one pass;
 		// attention skips the other sequences' cells by their mask. Each
 		// slot is held to CtxPerSlot below, so the slots never outgrow it.
-		KVUnified: true,
+		KVUnified: !cfg.Deterministic,
 		// A full SWA cache keeps every position, so a slot's cached prefix
 		// can always be reused.
 		SWAFull: true,
@@ -151,6 +174,7 @@ func NewEngine(m *llamacpp.Model, cfg EngineConfig, log *slog.Logger) (*Engine, 
 		batch:   llamacpp.NewBatch(cfg.Batch + cfg.Slots),
 		nBatch:  cfg.Batch,
 		nCtxSeq: cfg.CtxPerSlot,
+		isolate: cfg.Deterministic,
 		queue:   make(chan *job, cfg.QueueSize),
 		ctrl:    make(chan func()),
 		quit:    make(chan struct{}),
@@ -335,6 +359,12 @@ func (e *Engine) admit(j *job) {
 	if j.score != nil && j.score.from > 0 && n > j.score.from-1 {
 		n = j.score.from - 1 // a likelihood job needs logits from the token before prompt[from]
 	}
+	if e.isolate {
+		// Reuse only whole prompt chunks: the KV of a position depends on
+		// the chunk it was decoded in, and a fresh run decodes this prompt
+		// in chunks starting at multiples of the batch size.
+		n = min(n, s.promptKV) / e.nBatch * e.nBatch
+	}
 	if n < len(s.cache) {
 		if !e.lctx.SeqRemove(s.id, n, -1) {
 			e.lctx.SeqRemove(s.id, 0, -1)
@@ -342,6 +372,9 @@ func (e *Engine) admit(j *job) {
 		}
 		s.cache = s.cache[:n]
 	}
+	s.promptKV = min(s.promptKV, n)
+	e.admitted++
+	s.order = e.admitted
 	s.job = j
 	s.promptPos = n
 	s.cached = n
@@ -361,8 +394,26 @@ func (e *Engine) step() {
 			e.finish(s, inference.Event{Error: "request cancelled"})
 		}
 	}
-	e.batch.Clear()
+	if !e.isolate {
+		e.decode(e.slots)
+		return
+	}
+	// Deterministic mode: every sequence in a decode of its own, so the
+	// arithmetic that produces its tokens is the same whatever else runs.
 	for _, s := range e.slots {
+		if s.active() {
+			e.one[0] = s
+			e.decode(e.one[:])
+		}
+	}
+}
+
+// decode builds one batch from slots (the pending token of each generating
+// slot, then chunks of prompts still being read, up to the batch size),
+// decodes it and samples the next token of each slot whose logits it holds.
+func (e *Engine) decode(slots []*slot) {
+	e.batch.Clear()
+	for _, s := range slots {
 		s.batchIdx = -1
 		s.fed = 0
 		s.scored = s.scored[:0]
@@ -370,10 +421,23 @@ func (e *Engine) step() {
 			s.batchIdx = e.batch.Add(s.pending, len(s.cache), s.id, true)
 		}
 	}
+	// Prompts are read first come first served, and at most one generation
+	// prompt is finished per step: when eight short prompts arrive together,
+	// the first gets its first token after its own prompt rather than after
+	// all eight, and slots already generating go on in the same steps. The
+	// prompt work is the same either way. Scoring prompts (reranking) have
+	// no first token to wait for and share steps as the budget allows.
+	e.reading = e.reading[:0]
+	for _, s := range slots {
+		if s.active() && !s.hasTok {
+			e.reading = append(e.reading, s)
+		}
+	}
+	slices.SortFunc(e.reading, func(a, b *slot) int { return cmp.Compare(a.order, b.order) })
 	budget := e.nBatch - e.batch.Len()
-	for _, s := range e.slots {
-		if !s.active() || s.hasTok || budget <= 0 {
-			continue
+	for _, s := range e.reading {
+		if budget <= 0 {
+			break
 		}
 		rest := len(s.job.prompt) - s.promptPos
 		k := rest
@@ -398,16 +462,20 @@ func (e *Engine) step() {
 		}
 		s.fed = k
 		budget -= k
+		if k == rest && s.job.score == nil {
+			break // this prompt is finished in this step
+		}
 	}
 	if e.batch.Len() == 0 {
 		return
 	}
 	if err := e.lctx.Decode(e.batch); err != nil {
 		e.log.Error("decode failed", "err", err, "batch", e.batch.Len())
-		for _, s := range e.slots {
+		for _, s := range slots {
 			if s.active() {
 				e.lctx.SeqRemove(s.id, 0, -1)
 				s.cache = s.cache[:0]
+				s.promptKV = 0
 				e.finish(s, inference.Event{Error: "decode failed: " + err.Error()})
 			}
 		}
@@ -415,7 +483,7 @@ func (e *Engine) step() {
 	}
 	// Record what is now in the KV cache, and the log-probabilities a
 	// likelihood job asked for.
-	for _, s := range e.slots {
+	for _, s := range slots {
 		if !s.active() {
 			continue
 		}
@@ -433,10 +501,11 @@ func (e *Engine) step() {
 		if s.fed > 0 {
 			s.cache = append(s.cache, s.job.prompt[s.promptPos:s.promptPos+s.fed]...)
 			s.promptPos += s.fed
+			s.promptKV = s.promptPos
 			s.fed = 0
 		}
 	}
-	for _, s := range e.slots {
+	for _, s := range slots {
 		if s.active() && s.batchIdx >= 0 {
 			e.sample(s)
 		}
