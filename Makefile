@@ -2,7 +2,7 @@
 #
 #   make run     build, fetch the default models if missing, start the server
 #   make test    install what tests need and run every test suite
-#   make bench   engine benchmark against llama-cpp-python, gateway overhead
+#   make bench   engine benchmark against llama.cpp's llama-server, gateway overhead
 #                against LiteLLM and Portkey, then retrieval (ingestion, search
 #                latency, ANN recall, quality); each prints tables
 #   make bench-gateway     the gateway benchmark alone
@@ -30,7 +30,7 @@ CGO_ENV    = CGO_ENABLED=1 \
 CGO_NOISE  := 'warning:|note:|In function|inlined from|^ +\||~~~|^\s*[0-9]+ \|'
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build llama run models test test-go test-sdk bench bench-gateway bench-retrieval fmt vet clean deps
+.PHONY: all build llama cgo-env run models test test-go test-sdk bench bench-gateway bench-retrieval fmt vet clean deps
 
 all: build
 
@@ -40,6 +40,11 @@ deps:
 # llama.cpp's static libraries for this MARCH (built once, then cached).
 llama:
 	@bash scripts/llama-cpp.sh build $(MARCH) >/dev/null
+
+# The cgo settings as shell exports, for running go build/test/vet by hand:
+#   eval "$(make -s cgo-env)" && go test ./internal/runner
+cgo-env: llama
+	@echo 'export $(CGO_ENV)'
 
 build: deps llama
 	@echo ">> building $(BIN) (MARCH=$(MARCH))"

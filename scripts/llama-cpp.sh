@@ -75,13 +75,12 @@ build() { # MARCH
 	local march="$1" dest build
 	dest=$(prefix "$march")
 	[[ -f "$dest/.complete" ]] && return 0
-	command -v cmake >/dev/null || die "cmake is not installed"
-	command -v ninja >/dev/null || die "ninja is not installed"
+	need_tools
 	fetch_source
 	build="$dest.build"
 	rm -rf "$build" "$dest"
 	mkdir -p "$(dirname "$dest")"
-	log "building llama.cpp $LLAMA_PKG_VERSION for -march=$march into $dest (about 3 minutes on 2 cores, once per version and MARCH)"
+	log "building llama.cpp $LLAMA_PKG_VERSION for -march=$march into $dest (about 2½ minutes on 2 cores, once per version and MARCH)"
 	local args
 	mapfile -t args < <(cmake_args "$march")
 	cmake -S "$SRC" -B "$build" "${args[@]}" -DCMAKE_INSTALL_PREFIX="$dest" >"$build.log" 2>&1 ||
@@ -107,6 +106,22 @@ build() { # MARCH
 	rm -rf "$build"
 	touch "$dest/.complete"
 	log "built $dest"
+}
+
+# need_tools installs CMake and Ninja from Debian's packages when they are
+# missing (as root, the way scripts/postgres-test.sh installs PostgreSQL).
+need_tools() {
+	local missing=()
+	command -v cmake >/dev/null || missing+=(cmake)
+	command -v ninja >/dev/null || missing+=(ninja-build)
+	command -v c++ >/dev/null || missing+=(g++)
+	((${#missing[@]} == 0)) && return 0
+	[[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null ||
+		die "${missing[*]} not installed; install them (apt-get install ${missing[*]})"
+	log "installing ${missing[*]} from Debian's packages"
+	{ DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >&2 ||
+		die "apt-get install ${missing[*]} failed"
 }
 
 locked() { # run "$@" holding the cache lock, so concurrent builds wait for each other

@@ -76,34 +76,29 @@ type metric struct {
 	get    func(*Report) (float64, bool)
 }
 
-func aggAt(streams int) func(*Report) (float64, bool) {
+// atStreams reads field of the aggregate result at the given concurrency.
+func atStreams(streams int, field func(AggResult) float64) func(*Report) (float64, bool) {
 	return func(r *Report) (float64, bool) {
 		for _, a := range r.Aggregate {
 			if a.Streams == streams {
-				return a.TokS, true
+				return field(a), true
 			}
 		}
 		return 0, false
 	}
 }
 
-func ttftAt(streams int) func(*Report) (float64, bool) {
-	return func(r *Report) (float64, bool) {
-		for _, a := range r.Aggregate {
-			if a.Streams == streams {
-				return a.TTFTP50Ms, true
-			}
-		}
-		return 0, false
-	}
+func aggAt(streams int) func(*Report) (float64, bool) {
+	return atStreams(streams, func(a AggResult) float64 { return a.TokS })
 }
 
 var (
 	mPrompt = metric{"prompt tok/s", "%.1f", func(r *Report) (float64, bool) { return r.Prompt.TokS, r.Prompt.TokS > 0 }}
 	mSingle = metric{"single-stream decode tok/s", "%.1f", func(r *Report) (float64, bool) { return r.Single.TokS, r.Single.TokS > 0 }}
 	mAgg8   = metric{fmt.Sprintf("aggregate decode tok/s @%d", targetStreams), "%.1f", aggAt(targetStreams)}
-	mTTFT8  = metric{fmt.Sprintf("TTFT p50 ms @%d (lower is better)", targetStreams), "%.0f", ttftAt(targetStreams)}
-	mSelf   = metric{fmt.Sprintf("aggregate @%d / own single-stream", targetStreams), "%.2fx", func(r *Report) (float64, bool) {
+	mTTFT8  = metric{fmt.Sprintf("TTFT p50 ms @%d (lower is better)", targetStreams), "%.0f",
+		atStreams(targetStreams, func(a AggResult) float64 { return a.TTFTP50Ms })}
+	mSelf = metric{fmt.Sprintf("aggregate @%d / own single-stream", targetStreams), "%.2fx", func(r *Report) (float64, bool) {
 		a, ok := aggAt(targetStreams)(r)
 		return a / r.Single.TokS, ok && r.Single.TokS > 0
 	}}

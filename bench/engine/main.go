@@ -413,6 +413,11 @@ func (c *client) newRequest(ctx context.Context, prompt string, maxTokens int, s
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	// A key makes Go's transport send the request again when the server
+	// closed the idle keep-alive connection it was written to (llama-server
+	// does close idle connections; a POST is otherwise not replayed and
+	// fails with EOF). The OpenAI SDKs send the same header.
+	req.Header.Set("Idempotency-Key", fmt.Sprintf("bench-%016x", rand.Uint64()))
 	if stream {
 		req.Header.Set("Accept", "text/event-stream")
 	}

@@ -104,3 +104,29 @@ models:
 		t.Fatalf("unknown model field: %v", err)
 	}
 }
+
+func TestDeterministicFromFileEnvAndFlag(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "s.yaml")
+	os.WriteFile(file, []byte("deterministic: true\n"), 0o600)
+	for name, load := range map[string]func() (Config, error){
+		"yaml": func() (Config, error) {
+			return Load(nil, env(map[string]string{"SOVEREIGN_CONFIG": file}), &bytes.Buffer{})
+		},
+		"env": func() (Config, error) {
+			return Load(nil, env(map[string]string{"SOVEREIGN_DETERMINISTIC": "true"}), &bytes.Buffer{})
+		},
+		"flag": func() (Config, error) { return Load([]string{"--deterministic", "true"}, env(nil), &bytes.Buffer{}) },
+	} {
+		c, err := load()
+		if err != nil || !c.Deterministic {
+			t.Errorf("%s: deterministic = %v, err %v", name, c.Deterministic, err)
+		}
+	}
+	if c, err := Load(nil, env(nil), &bytes.Buffer{}); err != nil || c.Deterministic {
+		t.Fatalf("default: deterministic = %v, err %v; want off", c.Deterministic, err)
+	}
+	if _, err := Load(nil, env(map[string]string{"SOVEREIGN_DETERMINISTIC": "sometimes"}), &bytes.Buffer{}); err == nil {
+		t.Fatal("a non-boolean SOVEREIGN_DETERMINISTIC was accepted")
+	}
+}

@@ -57,6 +57,9 @@ func Bench(ctx context.Context, cfg BenchConfig, w io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// One batch at most: the row times a prompt read in one decode (a
+	// byte-level vocabulary makes the text much longer in tokens).
+	long = long[:min(len(long), e.nBatch-1)]
 
 	type row struct {
 		name string
@@ -73,7 +76,7 @@ func Bench(ctx context.Context, cfg BenchConfig, w io.Writer) error {
 		for run := 0; run < cfg.Runs+1; run++ { // the first run warms up
 			lctx.ClearMemory()
 			// One sequence: the short prompt, then one token per decode.
-			if err := prefill(lctx, b, short, []int{0}); err != nil {
+			if err := prefill(lctx, b, e.nBatch, short, []int{0}); err != nil {
 				return err
 			}
 			t0 := time.Now()
@@ -88,7 +91,7 @@ func Bench(ctx context.Context, cfg BenchConfig, w io.Writer) error {
 			// Eight sequences: one token each per decode.
 			lctx.ClearMemory()
 			seqs := []int{0, 1, 2, 3, 4, 5, 6, 7}
-			if err := prefill(lctx, b, short, seqs); err != nil {
+			if err := prefill(lctx, b, e.nBatch, short, seqs); err != nil {
 				return err
 			}
 			t0 = time.Now()
@@ -105,7 +108,7 @@ func Bench(ctx context.Context, cfg BenchConfig, w io.Writer) error {
 			// The long prompt in one decode.
 			lctx.ClearMemory()
 			t0 = time.Now()
-			if err := prefill(lctx, b, long, []int{0}); err != nil {
+			if err := prefill(lctx, b, e.nBatch, long, []int{0}); err != nil {
 				return err
 			}
 			pp := msPer(time.Since(t0), 1)
@@ -118,6 +121,7 @@ func Bench(ctx context.Context, cfg BenchConfig, w io.Writer) error {
 		lctx.ClearMemory()
 		for _, s := range e.slots {
 			s.cache = s.cache[:0]
+			s.promptKV = 0
 		}
 		return nil
 	})
@@ -130,50 +134,53 @@ func Bench(ctx context.Context, cfg BenchConfig, w io.Writer) error {
 		row{fmt.Sprintf("llama_decode, %d-token prompt", len(long)), prompt, "prompt", len(long)})
 
 	// The step loop: greedy generation with the end tokens banned, as the
-	// engine benchmark asks for it.
+	// engine benchmark asks for it; a different first token each run, so
+	// no cached prefix is reused.
 	var loop []float64
 	for run := 0; run < cfg.Runs+1; run++ {
-		req := inference.CompletionRequest{MaxTokens: cfg.Tokens}
-		req.LogitBias = map[int32]float32{}
-		for _, t := range []llamacpp.Token{m.EOS(), 1, 106} {
-			if t >= 0 && int(t) < m.NVocab() {
-				req.LogitBias[t] = -100
-			}
-		}
-		// A different first token each run, so no cached prefix is reused.
 		p := append([]llamacpp.Token{short[0], short[1+run%(len(short)-1)]}, short[1:]...)
-		q, err := e.Submit(ctx, req, p)
+		ms, err := generate(ctx, e, p, cfg.Tokens)
 		if err != nil {
 			return err
 		}
-		var first, last time.Time
-		n := 0
-	events:
-		for {
-			evs, err := q.next(ctx)
-			if err != nil {
-				return err
-			}
-			now := time.Now()
-			for _, ev := range evs {
-				if ev.Error != "" {
-					return fmt.Errorf("bench generation: %s", ev.Error)
-				}
-				if first.IsZero() {
-					first = now
-				}
-				last = now
-				if ev.Done {
-					n = ev.Usage.CompletionTokens
-					break events
-				}
-			}
-		}
-		if run > 0 && n > 1 {
-			loop = append(loop, msPer(last.Sub(first), n-1))
+		if run > 0 {
+			loop = append(loop, ms)
 		}
 	}
 	rows = append(rows, row{"engine step loop, 1 stream", loop, "token", 1})
+
+	// The same beside seven idle slots holding ~500-token prompts in their
+	// caches (as after a burst of long requests): attention passes over
+	// their cells in the shared KV buffer, masked.
+	err = e.exclusive(ctx, func(lctx *llamacpp.Context, _ *llamacpp.Batch) error {
+		lctx.ClearMemory()
+		for _, s := range e.slots {
+			s.cache, s.promptKV, s.lastUsed = s.cache[:0], 0, time.Time{}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i := 0; i < 7; i++ {
+		// Without BOS, and each different, so none shares a prefix with
+		// the measured prompt or with another.
+		p := append([]llamacpp.Token{long[1+i]}, long[1:]...)
+		if _, err := generate(ctx, e, p, 2); err != nil {
+			return err
+		}
+	}
+	var idle []float64
+	for run := 0; run < cfg.Runs+1; run++ {
+		ms, err := generate(ctx, e, short, cfg.Tokens)
+		if err != nil {
+			return err
+		}
+		if run > 0 {
+			idle = append(idle, ms)
+		}
+	}
+	rows = append(rows, row{"engine step loop, 1 stream, 7 idle caches", idle, "token", 1})
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "measure\tms per unit (median)\trange\ttok/s\t\n")
@@ -184,12 +191,53 @@ func Bench(ctx context.Context, cfg BenchConfig, w io.Writer) error {
 	return tw.Flush()
 }
 
-// prefill decodes prompt into each of seqs, in batches of the context's size.
-func prefill(lctx *llamacpp.Context, b *llamacpp.Batch, prompt []llamacpp.Token, seqs []int) error {
+// generate runs prompt through the engine's step loop greedily with the end
+// tokens banned, for tokens tokens, and returns the milliseconds per token
+// between the first token and the last.
+func generate(ctx context.Context, e *Engine, prompt []llamacpp.Token, tokens int) (float64, error) {
+	req := inference.CompletionRequest{MaxTokens: tokens}
+	req.LogitBias = map[int32]float32{}
+	for _, t := range []llamacpp.Token{e.model.EOS(), 1, 106} {
+		if t >= 0 && int(t) < e.model.NVocab() {
+			req.LogitBias[t] = -100
+		}
+	}
+	q, err := e.Submit(ctx, req, prompt)
+	if err != nil {
+		return 0, err
+	}
+	var first, last time.Time
+	for {
+		evs, err := q.next(ctx)
+		if err != nil {
+			return 0, err
+		}
+		now := time.Now()
+		for _, ev := range evs {
+			if ev.Error != "" {
+				return 0, fmt.Errorf("bench generation: %s", ev.Error)
+			}
+			if first.IsZero() {
+				first = now
+			}
+			last = now
+			if ev.Done {
+				if n := ev.Usage.CompletionTokens; n > 1 {
+					return msPer(last.Sub(first), n-1), nil
+				}
+				return 0, nil
+			}
+		}
+	}
+}
+
+// prefill decodes prompt into each of seqs, in batches of at most n tokens
+// (llama.cpp aborts on a larger one).
+func prefill(lctx *llamacpp.Context, b *llamacpp.Batch, n int, prompt []llamacpp.Token, seqs []int) error {
 	b.Clear()
 	for _, s := range seqs {
 		for i, t := range prompt {
-			if b.Len() == b.Cap() {
+			if b.Len() == n {
 				if err := lctx.Decode(b); err != nil {
 					return err
 				}
