@@ -202,6 +202,7 @@ func generate(ctx context.Context, e *Engine, prompt []llamacpp.Token, tokens in
 			req.LogitBias[t] = -100
 		}
 	}
+	submitted := time.Now()
 	q, err := e.Submit(ctx, req, prompt)
 	if err != nil {
 		return 0, err
@@ -222,10 +223,13 @@ func generate(ctx context.Context, e *Engine, prompt []llamacpp.Token, tokens in
 			}
 			last = now
 			if ev.Done {
-				if n := ev.Usage.CompletionTokens; n > 1 {
+				n := ev.Usage.CompletionTokens
+				if n > 1 && last.After(first) {
 					return msPer(last.Sub(first), n-1), nil
 				}
-				return 0, nil
+				// Every token came in one wakeup (a tiny model is faster
+				// than the reader): time the whole request instead.
+				return msPer(last.Sub(submitted), max(n, 1)), nil
 			}
 		}
 	}

@@ -368,7 +368,10 @@ func TestBadGrammarIsInvalidRequest(t *testing.T) {
 func TestCancellationFreesTheSlot(t *testing.T) {
 	tr := sharedRunner(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	resp, err := tr.post(ctx, "/completion", inference.CompletionRequest{Prompt: "Once upon a time", Sampling: inference.Sampling{Temperature: 1}})
+	// The end token is banned: sampled early at temperature 1, it would end
+	// the request before the slot is looked at.
+	resp, err := tr.post(ctx, "/completion", inference.CompletionRequest{Prompt: "Once upon a time",
+		Sampling: inference.Sampling{Temperature: 1, LogitBias: map[int32]float32{testmodel.EOSID: -100}}})
 	if err != nil {
 		t.Fatal(err)
 	}
