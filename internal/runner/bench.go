@@ -136,16 +136,12 @@ func Bench(ctx context.Context, cfg BenchConfig, w io.Writer) error {
 	// The step loop: greedy generation with the end tokens banned, as the
 	// engine benchmark asks for it; a different first token each run, so
 	// no cached prefix is reused.
-	var loop []float64
-	for run := 0; run < cfg.Runs+1; run++ {
+	loop, err := timeRuns(cfg.Runs, func(run int) (float64, error) {
 		p := append([]llamacpp.Token{short[0], short[1+run%(len(short)-1)]}, short[1:]...)
-		ms, err := generate(ctx, e, p, cfg.Tokens)
-		if err != nil {
-			return err
-		}
-		if run > 0 {
-			loop = append(loop, ms)
-		}
+		return generate(ctx, e, p, cfg.Tokens)
+	})
+	if err != nil {
+		return err
 	}
 	rows = append(rows, row{"engine step loop, 1 stream", loop, "token", 1})
 
@@ -170,15 +166,9 @@ func Bench(ctx context.Context, cfg BenchConfig, w io.Writer) error {
 			return err
 		}
 	}
-	var idle []float64
-	for run := 0; run < cfg.Runs+1; run++ {
-		ms, err := generate(ctx, e, short, cfg.Tokens)
-		if err != nil {
-			return err
-		}
-		if run > 0 {
-			idle = append(idle, ms)
-		}
+	idle, err := timeRuns(cfg.Runs, func(int) (float64, error) { return generate(ctx, e, short, cfg.Tokens) })
+	if err != nil {
+		return err
 	}
 	rows = append(rows, row{"engine step loop, 1 stream, 7 idle caches", idle, "token", 1})
 
@@ -189,6 +179,22 @@ func Bench(ctx context.Context, cfg BenchConfig, w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%.2f ms/%s\t%.2f-%.2f\t%.1f\t\n", r.name, med, r.unit, slices.Min(r.per), slices.Max(r.per), float64(r.toks)*1000/med)
 	}
 	return tw.Flush()
+}
+
+// timeRuns calls f runs+1 times and returns its results but the first,
+// which warms up.
+func timeRuns(runs int, f func(run int) (float64, error)) ([]float64, error) {
+	var out []float64
+	for run := 0; run <= runs; run++ {
+		ms, err := f(run)
+		if err != nil {
+			return nil, err
+		}
+		if run > 0 {
+			out = append(out, ms)
+		}
+	}
+	return out, nil
 }
 
 // generate runs prompt through the engine's step loop greedily with the end
