@@ -593,9 +593,6 @@ func (c *Context) ThreadsBatch() int { return int(C.llama_n_threads_batch(c.c)) 
 // NCtx is the total number of KV cells.
 func (c *Context) NCtx() int { return int(C.llama_n_ctx(c.c)) }
 
-// NCtxSeq is the number of KV cells available to one sequence.
-func (c *Context) NCtxSeq() int { return int(C.llama_n_ctx_seq(c.c)) }
-
 // PoolingType is the pooling the context applies to embeddings.
 func (c *Context) PoolingType() int { return int(C.llama_pooling_type(c.c)) }
 
