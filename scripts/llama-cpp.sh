@@ -12,6 +12,11 @@
 # as x86-64-v3 for a portable binary. The static libraries are built without
 # OpenMP: the runner keeps its own ggml threadpool.
 #
+# scripts/llama-cpp/patch.py changes the source before the build (a Q8_0
+# matrix kernel for AVX-512 VNNI, scripts/llama-cpp/q8_0_avx512vnni.inc); the
+# unpacked source stays as released ("source" prints it, for a peer built
+# as its users get it).
+#
 # Environment: SOVEREIGN_CACHE (default ${XDG_CACHE_HOME:-~/.cache}/sovereign).
 set -euo pipefail
 
@@ -43,11 +48,14 @@ cmake_args() { # MARCH
 	printf '%s\n' "${args[@]}"
 }
 
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+
 prefix() { # MARCH
 	local key
 	key=$( (
 		echo "$LLAMA_PKG_VERSION $LLAMA_SHA256"
 		cmake_args "$1"
+		cat "$HERE"/llama-cpp/*
 	) | sha256sum | cut -c1-12)
 	echo "$CACHE/llama.cpp/$LLAMA_PKG_VERSION-$1-$key"
 }
@@ -78,12 +86,15 @@ build() { # MARCH
 	need_tools
 	fetch_source
 	build="$dest.build"
-	rm -rf "$build" "$dest"
+	local src="$dest.src"
+	rm -rf "$build" "$dest" "$src"
 	mkdir -p "$(dirname "$dest")"
 	log "building llama.cpp $LLAMA_PKG_VERSION for -march=$march into $dest (about 2½ minutes on 2 cores, once per version and MARCH)"
+	cp -a "$SRC" "$src"
+	python3 "$HERE/llama-cpp/patch.py" "$src" || die "patching the llama.cpp source failed"
 	local args
 	mapfile -t args < <(cmake_args "$march")
-	cmake -S "$SRC" -B "$build" "${args[@]}" -DCMAKE_INSTALL_PREFIX="$dest" >"$build.log" 2>&1 ||
+	cmake -S "$src" -B "$build" "${args[@]}" -DCMAKE_INSTALL_PREFIX="$dest" >"$build.log" 2>&1 ||
 		{ tail -n 30 "$build.log" >&2; die "cmake configure failed (log: $build.log)"; }
 	local total done_ last=-1
 	# Ninja's [n/total] lines become a percentage, printed at each 10%.
@@ -103,7 +114,7 @@ build() { # MARCH
 	cmake --install "$build" >>"$build.log" 2>&1 || die "install failed (log: $build.log)"
 	[[ -f "$dest/lib/libllama.a" || -f "$dest/lib64/libllama.a" ]] || die "install produced no libllama.a (log: $build.log)"
 	if [[ -d "$dest/lib64" && ! -e "$dest/lib" ]]; then ln -s lib64 "$dest/lib"; fi
-	rm -rf "$build"
+	rm -rf "$build" "$src"
 	touch "$dest/.complete"
 	log "built $dest"
 }
@@ -115,6 +126,7 @@ need_tools() {
 	command -v cmake >/dev/null || missing+=(cmake)
 	command -v ninja >/dev/null || missing+=(ninja-build)
 	command -v c++ >/dev/null || missing+=(g++)
+	command -v python3 >/dev/null || missing+=(python3)
 	((${#missing[@]} == 0)) && return 0
 	[[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null ||
 		die "${missing[*]} not installed; install them (apt-get install ${missing[*]})"

@@ -269,6 +269,11 @@ type ModelParams struct {
 	VocabOnly bool
 	// UseMmap maps the file instead of reading it.
 	UseMmap bool
+	// NoRepack keeps every weight in the file's layout: ggml's CPU backend
+	// otherwise repacks the matrices it has interleaved kernels for (Q8_0 on
+	// AVX-512 VNNI with scripts/llama-cpp/patch.py, Q4_0 and Q4_K on AVX2).
+	// Tests use it to check the repacked kernels against the plain ones.
+	NoRepack bool
 }
 
 // LoadModel loads the GGUF file at path. It returns an error naming the file
@@ -278,6 +283,7 @@ func LoadModel(path string, p ModelParams) (*Model, error) {
 	mp := C.llama_model_default_params()
 	mp.n_gpu_layers = 0
 	mp.vocab_only = C.bool(p.VocabOnly)
+	mp.use_extra_bufts = C.bool(!p.NoRepack)
 	mp.load_mode = C.LLAMA_LOAD_MODE_NONE
 	if p.UseMmap {
 		mp.load_mode = C.LLAMA_LOAD_MODE_MMAP
@@ -675,6 +681,16 @@ func (c *Context) Logprobs(idx int, tok Token, n int) (float32, []Logprob) {
 		}
 	}
 	return float32(lp), top
+}
+
+// Logits returns a copy of the raw logits over the whole vocabulary at batch
+// position idx of the last decode, or nil when the decode produced none there.
+func (c *Context) Logits(idx int) []float32 {
+	p := C.llama_get_logits_ith(c.c, C.int32_t(idx))
+	if p == nil {
+		return nil
+	}
+	return append([]float32(nil), unsafe.Slice((*float32)(unsafe.Pointer(p)), c.nVocab)...)
 }
 
 // TokenLogits returns the raw logits of the given tokens at batch position
