@@ -20,7 +20,7 @@ DATA_DIR   ?= $(CURDIR)/data
 MODELS_DIR ?= $(DATA_DIR)/models
 
 # The runner links a pinned llama.cpp release, built once per version and
-# MARCH with CMake into ~/.cache/sovereign (scripts/llama-cpp.sh; about 2-3
+# MARCH with CMake into ~/.cache/sovereign (scripts/llama-cpp.sh; about 4
 # minutes on 2 cores the first time, then reused by every checkout).
 LLAMA_PREFIX = $(shell bash scripts/llama-cpp.sh prefix $(MARCH))
 CGO_ENV    = CGO_ENABLED=1 \

@@ -10,7 +10,8 @@
 # project's registries include PyPI, not GitHub); its version and sha256 are
 # pinned below. MARCH is "native" (this machine's CPU) or a -march level such
 # as x86-64-v3 for a portable binary. The static libraries are built without
-# OpenMP: the runner keeps its own ggml threadpool.
+# OpenMP: the runner keeps its own ggml threadpool. Besides llama and ggml,
+# llama.cpp's common library is built for its chat code.
 #
 # scripts/llama-cpp/patch.py changes the source before the build (a Q8_0
 # matrix kernel for AVX-512 VNNI, scripts/llama-cpp/q8_0_avx512vnni.inc); the
@@ -38,7 +39,7 @@ die() {
 cmake_args() { # MARCH
 	local march="$1"
 	local args=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON
-		-DGGML_OPENMP=OFF -DLLAMA_BUILD_COMMON=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF
+		-DGGML_OPENMP=OFF -DLLAMA_BUILD_COMMON=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF
 		-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF)
 	if [[ "$march" == native ]]; then
 		args+=(-DGGML_NATIVE=ON)
@@ -89,7 +90,7 @@ build() { # MARCH
 	local src="$dest.src"
 	rm -rf "$build" "$dest" "$src"
 	mkdir -p "$(dirname "$dest")"
-	log "building llama.cpp $LLAMA_PKG_VERSION for -march=$march into $dest (about 2½ minutes on 2 cores, once per version and MARCH)"
+	log "building llama.cpp $LLAMA_PKG_VERSION for -march=$march into $dest (about 4 minutes on 2 cores, once per version and MARCH)"
 	cp -a "$SRC" "$src"
 	python3 "$HERE/llama-cpp/patch.py" "$src" || die "patching the llama.cpp source failed"
 	local args
@@ -98,7 +99,7 @@ build() { # MARCH
 		{ tail -n 30 "$build.log" >&2; die "cmake configure failed (log: $build.log)"; }
 	local total done_ last=-1
 	# Ninja's [n/total] lines become a percentage, printed at each 10%.
-	if ! cmake --build "$build" --target llama 2>&1 | tee -a "$build.log" | while IFS= read -r line; do
+	if ! cmake --build "$build" --target llama llama-common 2>&1 | tee -a "$build.log" | while IFS= read -r line; do
 		if [[ "$line" =~ ^\[([0-9]+)/([0-9]+)\] ]]; then
 			done_=${BASH_REMATCH[1]} total=${BASH_REMATCH[2]}
 			pct=$((done_ * 100 / total / 10 * 10))
@@ -114,6 +115,14 @@ build() { # MARCH
 	cmake --install "$build" >>"$build.log" 2>&1 || die "install failed (log: $build.log)"
 	[[ -f "$dest/lib/libllama.a" || -f "$dest/lib64/libllama.a" ]] || die "install produced no libllama.a (log: $build.log)"
 	if [[ -d "$dest/lib64" && ! -e "$dest/lib" ]]; then ln -s lib64 "$dest/lib"; fi
+	# llama.cpp's chat code (common/: Jinja templates, tool-call grammars and
+	# parsers) is not part of its install; the binding includes it as
+	# "llama-common/chat.h" and links these three libraries.
+	mkdir -p "$dest/include/llama-common/jinja"
+	cp "$src"/common/*.h "$src"/common/*.hpp "$dest/include/llama-common/"
+	cp "$src"/common/jinja/*.h "$dest/include/llama-common/jinja/"
+	cp "$build/common/libllama-common.a" "$build/common/libllama-common-base.a" \
+		"$build/vendor/cpp-httplib/libcpp-httplib.a" "$dest/lib/" || die "llama.cpp's common libraries are missing (log: $build.log)"
 	rm -rf "$build" "$src"
 	touch "$dest/.complete"
 	log "built $dest"

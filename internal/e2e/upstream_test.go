@@ -126,6 +126,12 @@ func TestUpstreamReplicaDownTrafficGoesToOthers(t *testing.T) {
 	if r := m.Upstream.Replicas[0]; r.Healthy || r.Breaker != "open" || r.LastError == "" {
 		t.Fatalf("dead replica: %+v", r)
 	}
+	// A request is counted when its handler returns, which can be just
+	// after the client has read the last byte.
+	for deadline := time.Now().Add(2 * time.Second); m.Stats.Requests < 12 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		m = e.modelInfo("remote")
+	}
 	if m.Stats.Requests != 12 || m.Stats.Errors != 0 || m.Stats.LatencyP50Ms <= 0 {
 		t.Fatalf("stats: %+v", m.Stats)
 	}

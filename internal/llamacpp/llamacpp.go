@@ -13,7 +13,7 @@
 package llamacpp
 
 /*
-#cgo LDFLAGS: -lllama -lggml -lggml-cpu -lggml-base -lstdc++ -lm -lpthread
+#cgo LDFLAGS: -lllama-common -lcpp-httplib -lllama-common-base -lllama -lggml -lggml-cpu -lggml-base -lstdc++ -lm -lpthread
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
@@ -435,56 +435,6 @@ func (m *Model) Detokenize(tokens []Token, removeSpecial, unparseSpecial bool) (
 			return string(buf[:got]), nil
 		}
 		n = int(-got)
-	}
-}
-
-// ChatMessage is one message for ApplyChatTemplate.
-type ChatMessage struct {
-	Role    string
-	Content string
-}
-
-// ErrUnsupportedTemplate is returned by ApplyChatTemplate when llama.cpp does
-// not recognise the template.
-var ErrUnsupportedTemplate = errors.New("chat template not supported by llama.cpp's built-in templates")
-
-// ApplyChatTemplate formats messages with tmpl, which is either a template
-// name llama.cpp knows ("chatml", "gemma", "llama3", …) or a Jinja template
-// string that llama.cpp recognises by its markers. addAssistant appends the
-// prefix that starts the assistant's turn.
-func ApplyChatTemplate(tmpl string, msgs []ChatMessage, addAssistant bool) (string, error) {
-	ctmpl := C.CString(tmpl)
-	defer C.free(unsafe.Pointer(ctmpl))
-	cm := (*[1 << 20]C.struct_llama_chat_message)(C.malloc(C.size_t(len(msgs)+1) * C.size_t(unsafe.Sizeof(C.struct_llama_chat_message{}))))[: len(msgs)+1 : len(msgs)+1]
-	defer C.free(unsafe.Pointer(&cm[0]))
-	total := 0
-	var frees []unsafe.Pointer
-	defer func() {
-		for _, p := range frees {
-			C.free(p)
-		}
-	}()
-	for i, msg := range msgs {
-		r, c := C.CString(msg.Role), C.CString(msg.Content)
-		frees = append(frees, unsafe.Pointer(r), unsafe.Pointer(c))
-		cm[i].role, cm[i].content = r, c
-		total += len(msg.Role) + len(msg.Content)
-	}
-	n := 2*total + 256
-	for {
-		buf := (*C.char)(C.malloc(C.size_t(n)))
-		got := C.llama_chat_apply_template(ctmpl, &cm[0], C.size_t(len(msgs)), C.bool(addAssistant), buf, C.int32_t(n))
-		if got < 0 {
-			C.free(unsafe.Pointer(buf))
-			return "", ErrUnsupportedTemplate
-		}
-		if int(got) <= n {
-			s := C.GoStringN(buf, got)
-			C.free(unsafe.Pointer(buf))
-			return s, nil
-		}
-		C.free(unsafe.Pointer(buf))
-		n = int(got)
 	}
 }
 

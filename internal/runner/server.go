@@ -39,6 +39,10 @@ type Server struct {
 	embedder *Embedder
 	ready    atomic.Bool
 	template string
+	// chat renders chat requests with the template (nil without one, or
+	// when it failed to load: chatErr says why).
+	chat    *llamacpp.Chat
+	chatErr error
 	// yes and no are the answer tokens of the chat-logits rerank method.
 	yes, no []llamacpp.Token
 }
@@ -88,6 +92,15 @@ func (s *Server) load() error {
 	if !isEmbeddingModel(m) {
 		s.engine, err = NewEngine(m, s.cfg.Engine, s.cfg.Log)
 		s.template = m.ChatTemplate()
+		if s.template != "" {
+			// A template that llama.cpp's Jinja engine cannot even parse
+			// leaves the model without chat (a 400 on chat requests),
+			// rather than failing the load: /v1/completions still works.
+			if s.chat, err = llamacpp.NewChat(m); err != nil {
+				s.cfg.Log.Warn("the model's chat template does not load; chat requests will be refused", "model", s.cfg.ModelPath, "error", err)
+				s.chatErr, err = err, nil
+			}
+		}
 		s.yes, s.no = answerTokens(m, yesWords), answerTokens(m, noWords)
 	} else {
 		s.embedder, err = NewEmbedder(m, s.cfg.Engine.Threads)
@@ -119,6 +132,9 @@ func (s *Server) close() {
 	}
 	if s.embedder != nil {
 		s.embedder.Close()
+	}
+	if s.chat != nil {
+		s.chat.Free()
 	}
 	s.model.Free()
 }
@@ -259,24 +275,35 @@ func (s *Server) promptTokens(req *inference.CompletionRequest) ([]llamacpp.Toke
 var transcriptStops = []string{"\nUser:", "\nSystem:"}
 
 // format renders chat messages as a prompt. A model with a chat template
-// (tokenizer.chat_template) is formatted by llama.cpp's built-in template
-// engine. A GGUF without one is a base model: the messages become a plain
-// transcript ("User: …\nAssistant:") that base models continue naturally,
-// and the returned stop sequences end generation when the model starts the
-// next turn.
+// (tokenizer.chat_template) is rendered by llama.cpp's Jinja engine (its
+// common/chat code, the one llama-server uses), so any template that
+// engine runs works, not only the ones llama_chat_apply_template
+// recognises. A GGUF without one is a base model: the messages become a
+// plain transcript ("User: …\nAssistant:") that base models continue
+// naturally, and the returned stop sequences end generation when the model
+// starts the next turn.
 func (s *Server) format(msgs []inference.Message) (string, []string, error) {
 	if s.template == "" {
 		return transcript(msgs), transcriptStops, nil
 	}
-	cm := make([]llamacpp.ChatMessage, len(msgs))
+	if s.chat == nil {
+		return "", nil, &inference.InvalidError{Param: "messages", Message: fmt.Sprintf("this model's chat template cannot be loaded (%v); send a raw prompt to /v1/completions instead", s.chatErr)}
+	}
+	cm := make([]map[string]any, len(msgs))
 	for i, m := range msgs {
-		cm[i] = llamacpp.ChatMessage{Role: m.Role, Content: m.Content}
+		cm[i] = map[string]any{"role": m.Role, "content": m.Content}
 	}
-	out, err := llamacpp.ApplyChatTemplate(s.template, cm, true)
-	if errors.Is(err, llamacpp.ErrUnsupportedTemplate) {
-		return "", nil, &inference.InvalidError{Param: "messages", Message: "this model's chat template is not one llama.cpp knows; send a raw prompt to /v1/completions instead"}
+	p, err := s.chat.Apply(llamacpp.ChatRequest{Messages: cm, AddGenerationPrompt: true, EnableThinking: true})
+	var te *llamacpp.TemplateError
+	if errors.As(err, &te) {
+		// The template refused the conversation (raise_exception: roles
+		// out of order, a system message it does not take, …).
+		return "", nil, &inference.InvalidError{Param: "messages", Message: "this model's chat template refused the messages: " + te.Msg}
 	}
-	return out, nil, err
+	if err != nil {
+		return "", nil, err
+	}
+	return p.Prompt, p.AdditionalStops, nil
 }
 
 func transcript(msgs []inference.Message) string {
