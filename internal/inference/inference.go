@@ -48,9 +48,12 @@ type CompletionRequest struct {
 	Stop           []string `json:"stop,omitempty"`
 	Sampling
 	// Grammar is a GBNF grammar (root rule "root") constraining the output.
-	Grammar     string `json:"grammar,omitempty"`
-	Logprobs    bool   `json:"logprobs,omitempty"`
-	TopLogprobs int    `json:"top_logprobs,omitempty"`
+	Grammar string `json:"grammar,omitempty"`
+	// JSONOutput ends generation when the JSON value the output starts
+	// with is complete (JSON response formats; see JSONEnd).
+	JSONOutput  bool `json:"json_output,omitempty"`
+	Logprobs    bool `json:"logprobs,omitempty"`
+	TopLogprobs int  `json:"top_logprobs,omitempty"`
 	// ResponseFormat is the client's OpenAI response_format, kept verbatim
 	// for upstream servers, which apply it themselves (Grammar is what a
 	// local runner applies).

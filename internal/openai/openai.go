@@ -318,7 +318,7 @@ func (r *ChatRequest) Native() (inference.CompletionRequest, error) {
 		switch rf.Type {
 		case "", "text":
 		case "json_object":
-			out.Grammar = grammar.JSONObject
+			out.Grammar, out.JSONOutput = grammar.JSONObject, true
 		case "json_schema":
 			if rf.JSONSchema == nil || len(rf.JSONSchema.Schema) == 0 {
 				return out, apierr.Invalid("response_format", "'response_format.json_schema.schema' is required for type json_schema")
@@ -327,7 +327,7 @@ func (r *ChatRequest) Native() (inference.CompletionRequest, error) {
 			if err != nil {
 				return out, apierr.Invalid("response_format", err.Error())
 			}
-			out.Grammar = g
+			out.Grammar, out.JSONOutput = g, true
 		default:
 			return out, apierr.Invalid("response_format", fmt.Sprintf("unsupported response_format type %q: expected text, json_object or json_schema", rf.Type))
 		}

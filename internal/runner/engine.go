@@ -66,6 +66,9 @@ type slot struct {
 	// deterministic mode reads it.
 	promptKV int
 	gate     *inference.TextGate
+	// json finds the end of a JSON answer (JSON response formats), nil
+	// otherwise.
+	json *inference.JSONEnd
 }
 
 func (s *slot) active() bool { return s.job != nil }
@@ -382,6 +385,10 @@ func (e *Engine) admit(j *job) {
 	s.generated = 0
 	s.batchIdx = -1
 	s.gate = inference.NewTextGate(j.req.Stop)
+	s.json = nil
+	if j.req.JSONOutput {
+		s.json = &inference.JSONEnd{}
+	}
 	s.gate.TrimLeft = j.req.TrimLeft()
 	e.countActive()
 }
@@ -540,8 +547,18 @@ func (e *Engine) sample(s *slot) {
 		e.finish(s, inference.Event{Text: s.gate.Flush(), Logprobs: lps, Done: true, FinishReason: inference.FinishStop})
 		return
 	}
-	text, stopped := s.gate.Push(e.model.Piece(tok, false))
-	if stopped {
+	piece := e.model.Piece(tok, false)
+	jsonDone := false
+	if s.json != nil {
+		var n int
+		n, jsonDone = s.json.Feed(piece)
+		piece = piece[:n]
+	}
+	text, stopped := s.gate.Push(piece)
+	if stopped || jsonDone {
+		if !stopped {
+			text += s.gate.Flush()
+		}
 		e.finish(s, inference.Event{Text: text, Logprobs: lps, Done: true, FinishReason: inference.FinishStop})
 		return
 	}
