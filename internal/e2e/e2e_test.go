@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -279,9 +280,13 @@ func TestChatLoadsModelAndEmitsReady(t *testing.T) {
 }
 
 func TestKilledRunnerGivesCleanErrorAndRestarts(t *testing.T) {
-	e := newEnv(t, tinyStore(t, "tiny"), engine.Config{})
+	// The end token is banned and the context is long, so the stream is
+	// still running when the runner is killed (sampled at temperature 1,
+	// the tiny model could otherwise end it first).
+	e := newEnv(t, tinyStore(t, "tiny"), engine.Config{CtxPerSlot: 8192})
 	resp := e.post(context.Background(), "/v1/chat/completions", map[string]any{
 		"model": "tiny", "stream": true, "temperature": 1, "messages": []map[string]string{{"role": "user", "content": "tell a long story"}},
+		"logit_bias": map[string]int{strconv.Itoa(testmodel.EOSID): -100},
 	})
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d", resp.StatusCode)

@@ -525,6 +525,24 @@ func TestOpenAPIInferenceResponsesMatch(t *testing.T) {
 		expectStatus(t, x, 200)
 	})
 
+	t.Run("chat tool calls", func(t *testing.T) {
+		c.t = t
+		tools := []map[string]any{{"type": "function", "function": map[string]any{"name": "pick", "parameters": map[string]any{
+			"type": "object", "properties": map[string]any{"n": map[string]any{"enum": []int{1, 2}}}, "required": []string{"n"}, "additionalProperties": false}}}}
+		body := map[string]any{"model": "tiny", "messages": msgs, "max_tokens": 400, "tools": tools, "tool_choice": "required", "parallel_tool_calls": false}
+		x := c.call("POST", "/v1/chat/completions", body)
+		expectStatus(t, x, 200)
+		if v := x.json(t); v["choices"].([]any)[0].(map[string]any)["finish_reason"] != "tool_calls" {
+			t.Fatalf("no tool call: %v", v)
+		}
+		body["stream"] = true
+		x = c.call("POST", "/v1/chat/completions", body)
+		expectStatus(t, x, 200)
+		if _, err := c.sseChunks(x.body, "ChatCompletionChunk"); err != nil {
+			t.Fatal(err)
+		}
+	})
+
 	t.Run("completions", func(t *testing.T) {
 		c.t = t
 		expectStatus(t, c.call("POST", "/v1/completions", map[string]any{"model": "tiny", "prompt": "Once upon a time", "max_tokens": 6, "temperature": 0}), 200)
@@ -702,9 +720,12 @@ func TestOpenAPIValidationCatchesDrift(t *testing.T) {
 		"no id":                       func(v map[string]any) { delete(v, "id") },
 		"wrong object":                func(v map[string]any) { v["object"] = "chat.completion.chunk" },
 		"unknown finish_reason":       func(v map[string]any) { choice(v)["finish_reason"] = "done" },
-		"content null":                func(v map[string]any) { choice(v)["message"].(map[string]any)["content"] = nil },
+		"content a number":            func(v map[string]any) { choice(v)["message"].(map[string]any)["content"] = 5 },
 		"undocumented field":          func(v map[string]any) { v["service_tier"] = "default" },
-		"undocumented nested field":   func(v map[string]any) { choice(v)["message"].(map[string]any)["tool_calls"] = []any{} },
+		"undocumented nested field":   func(v map[string]any) { choice(v)["message"].(map[string]any)["audio"] = map[string]any{} },
+		"a tool call without id": func(v map[string]any) {
+			choice(v)["message"].(map[string]any)["tool_calls"] = []any{map[string]any{"type": "function", "function": map[string]any{"name": "f", "arguments": "{}"}}}
+		},
 	}
 	for name, mutate := range drifts {
 		if err := validate(200, real.resp.Header, mutate); err == nil {

@@ -13,10 +13,53 @@ import (
 	"time"
 )
 
-// Message is one chat turn.
+// Message is one chat turn. An assistant turn may carry the tool calls it
+// made; a "tool" turn is the result of the call ToolCallID.
 type Message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role       string     `json:"role"`
+	Content    string     `json:"content"`
+	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+	Name       string     `json:"name,omitempty"`
+}
+
+// ToolCall is a function call made by the model: Arguments is JSON text.
+type ToolCall struct {
+	ID        string `json:"id"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// Tool is a function the model may call; Parameters is its arguments'
+// JSON Schema.
+type Tool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// Tool choices (CompletionRequest.ToolChoice).
+const (
+	ToolChoiceAuto     = "auto"     // the model answers with text or calls
+	ToolChoiceNone     = "none"     // the model answers with text
+	ToolChoiceRequired = "required" // the model calls one or more tools
+)
+
+// ToolCallDelta is a piece of a tool call in a stream: the first piece of
+// call Index has its ID and Name, later ones add to Arguments.
+type ToolCallDelta struct {
+	Index     int    `json:"index"`
+	ID        string `json:"id,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
+}
+
+// GrammarTrigger starts a lazy grammar: a regular expression matched from
+// the start of the output (the grammar sees the output from its first
+// group on), or a token.
+type GrammarTrigger struct {
+	Pattern string `json:"pattern,omitempty"`
+	Token   *int32 `json:"token,omitempty"`
 }
 
 // Sampling holds per-request sampling settings. Temperature <= 0 means
@@ -51,9 +94,24 @@ type CompletionRequest struct {
 	Grammar string `json:"grammar,omitempty"`
 	// JSONOutput ends generation when the JSON value the output starts
 	// with is complete (JSON response formats; see JSONEnd).
-	JSONOutput  bool `json:"json_output,omitempty"`
-	Logprobs    bool `json:"logprobs,omitempty"`
-	TopLogprobs int  `json:"top_logprobs,omitempty"`
+	JSONOutput bool `json:"json_output,omitempty"`
+	// GrammarTriggers make Grammar lazy: it applies from the first trigger
+	// on (tool calls a model may or may not make).
+	GrammarTriggers []GrammarTrigger `json:"grammar_triggers,omitempty"`
+	// GrammarPrefill is text the grammar starts with that the prompt
+	// already ends with; it is fed to the grammar before sampling.
+	GrammarPrefill string `json:"grammar_prefill,omitempty"`
+	// PreservedTokens are special tokens that appear in the output as their
+	// text (a tool-call format's markers); other special tokens do not.
+	PreservedTokens []int32 `json:"preserved_tokens,omitempty"`
+	// Tools the model may call (with Messages), and how: ToolChoice is
+	// auto (also for ""), none or required; ToolName forces that tool.
+	Tools             []Tool `json:"tools,omitempty"`
+	ToolChoice        string `json:"tool_choice,omitempty"`
+	ToolName          string `json:"tool_name,omitempty"`
+	ParallelToolCalls bool   `json:"parallel_tool_calls,omitempty"`
+	Logprobs          bool   `json:"logprobs,omitempty"`
+	TopLogprobs       int    `json:"top_logprobs,omitempty"`
 	// ResponseFormat is the client's OpenAI response_format, kept verbatim
 	// for upstream servers, which apply it themselves (Grammar is what a
 	// local runner applies).
@@ -90,20 +148,23 @@ type Usage struct {
 
 // Finish reasons.
 const (
-	FinishStop   = "stop"
-	FinishLength = "length"
+	FinishStop      = "stop"
+	FinishLength    = "length"
+	FinishToolCalls = "tool_calls"
 )
 
 // Event is one element of a completion stream: text (possibly empty, when
 // only logprobs advance), then a final event with Done set. A stream that
 // fails ends with an event carrying Error.
 type Event struct {
-	Text         string         `json:"text,omitempty"`
-	Logprobs     []TokenLogprob `json:"logprobs,omitempty"`
-	Done         bool           `json:"done,omitempty"`
-	FinishReason string         `json:"finish_reason,omitempty"`
-	Usage        *Usage         `json:"usage,omitempty"`
-	Error        string         `json:"error,omitempty"`
+	Text string `json:"text,omitempty"`
+	// ToolCalls are pieces of the tool calls being made.
+	ToolCalls    []ToolCallDelta `json:"tool_calls,omitempty"`
+	Logprobs     []TokenLogprob  `json:"logprobs,omitempty"`
+	Done         bool            `json:"done,omitempty"`
+	FinishReason string          `json:"finish_reason,omitempty"`
+	Usage        *Usage          `json:"usage,omitempty"`
+	Error        string          `json:"error,omitempty"`
 }
 
 // EmbeddingRequest asks for one embedding per input.

@@ -85,6 +85,10 @@ type ChatRequest struct {
 // ChatPrompt is a rendered request.
 type ChatPrompt struct {
 	Prompt string `json:"prompt"`
+	// GenerationPrompt is the end of Prompt that starts the answer (e.g.
+	// "<|im_start|>assistant\n"); a non-lazy Grammar starts with it, so
+	// it is fed to the grammar before sampling (Sampler.PrefillGrammar).
+	GenerationPrompt string `json:"generation_prompt"`
 	// Format names the output format llama.cpp expects (e.g. "peg-native").
 	Format string `json:"format"`
 	// Grammar (GBNF) constrains the output when tools are given; with

@@ -87,7 +87,8 @@ char *sov_chat_apply(sov_chat *c, const char *request, char **err) {
         parse["parse_tool_calls"]  = !in.tools.empty() && in.tool_choice != COMMON_CHAT_TOOL_CHOICE_NONE;
 
         common_json out = common_json::object();
-        out["prompt"]           = p.prompt;
+        out["prompt"]            = p.prompt;
+        out["generation_prompt"] = p.generation_prompt;
         out["format"]           = std::string(common_chat_format_name(p.format));
         out["grammar"]          = p.grammar;
         out["grammar_lazy"]     = p.grammar_lazy;
@@ -122,6 +123,15 @@ char *sov_chat_parse(sov_chat_parser *p, const char *text, int partial, char **e
         common_chat_msg msg = common_chat_parse(text, partial != 0, p->params);
         return sov_dup(msg.to_json_oaicompat().dump());
     });
+}
+
+int sov_sampler_accept_safe(struct llama_sampler *s, int token) {
+    try {
+        llama_sampler_accept(s, (llama_token) token);
+        return 1;
+    } catch (...) {
+        return 0;
+    }
 }
 
 }  // extern "C"

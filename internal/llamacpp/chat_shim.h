@@ -34,6 +34,12 @@ void sov_chat_parser_free(sov_chat_parser *p);
 // (JSON: content, reasoning_content, tool_calls). partial: more text follows.
 char *sov_chat_parse(sov_chat_parser *p, const char *text, int partial, char **err);
 
+// sov_sampler_accept_safe feeds token to sampler s (a grammar, for
+// prefilling it with text the template already placed in the prompt); it
+// returns 0 when the sampler rejects the token instead of throwing.
+struct llama_sampler;
+int sov_sampler_accept_safe(struct llama_sampler *s, int token);
+
 #ifdef __cplusplus
 }
 #endif

@@ -38,6 +38,10 @@ static struct ggml_threadpool *sov_threadpool_new(int n, int poll) {
 
 extern void sovLog(int level, char *text);
 
+// sov_sampler_accept_safe is in chat_shim.cpp (C++, so that an exception
+// from the grammar becomes a return value).
+int sov_sampler_accept_safe(struct llama_sampler *s, int token);
+
 static void sov_log_cb(enum ggml_log_level level, const char *text, void *ud) {
 	(void)ud;
 	sovLog((int)level, (char *)text);
@@ -715,6 +719,12 @@ type SamplerParams struct {
 	LogitBias        map[Token]float32
 	// Grammar is a GBNF grammar with root rule "root"; empty for none.
 	Grammar string
+	// TriggerPatterns and TriggerTokens make Grammar lazy: it constrains
+	// the output only once a pattern (a regular expression matched from
+	// the start of the output; the grammar sees it from the first group
+	// on) or a token has appeared.
+	TriggerPatterns []string
+	TriggerTokens   []Token
 }
 
 // Sampler picks tokens from a context's logits.
@@ -786,7 +796,23 @@ func NewSampler(m *Model, p SamplerParams) (*Sampler, error) {
 	if strings.TrimSpace(p.Grammar) != "" {
 		g := C.CString(p.Grammar)
 		root := C.CString("root")
-		s.grammar = C.llama_sampler_init_grammar(m.vocab, g, root)
+		if len(p.TriggerPatterns) > 0 || len(p.TriggerTokens) > 0 {
+			pats := make([]*C.char, len(p.TriggerPatterns)+1)
+			for i, pt := range p.TriggerPatterns {
+				pats[i] = C.CString(pt)
+			}
+			toks := make([]C.llama_token, len(p.TriggerTokens)+1)
+			for i, t := range p.TriggerTokens {
+				toks[i] = C.llama_token(t)
+			}
+			s.grammar = C.llama_sampler_init_grammar_lazy_patterns(m.vocab, g, root,
+				&pats[0], C.size_t(len(p.TriggerPatterns)), &toks[0], C.size_t(len(p.TriggerTokens)))
+			for _, pt := range pats[:len(p.TriggerPatterns)] {
+				C.free(unsafe.Pointer(pt))
+			}
+		} else {
+			s.grammar = C.llama_sampler_init_grammar(m.vocab, g, root)
+		}
 		C.free(unsafe.Pointer(g))
 		C.free(unsafe.Pointer(root))
 		if s.grammar == nil {
@@ -838,4 +864,19 @@ func argmax(x []float32) int {
 		return -1
 	}
 	return int(C.sov_argmax_f32((*C.float)(unsafe.Pointer(&x[0])), C.int(len(x))))
+}
+
+// PrefillGrammar feeds tokens to the sampler's grammar, as if generated:
+// text the prompt already holds that the grammar starts with. It fails if
+// the grammar rejects them.
+func (s *Sampler) PrefillGrammar(toks []Token) error {
+	if s.s.grammar == nil {
+		return nil
+	}
+	for _, t := range toks {
+		if C.sov_sampler_accept_safe(s.s.grammar, C.int(t)) == 0 {
+			return fmt.Errorf("%w: the grammar does not start with the generation prompt", ErrGrammar)
+		}
+	}
+	return nil
 }

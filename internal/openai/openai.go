@@ -150,9 +150,11 @@ func (c *Content) UnmarshalJSON(b []byte) error {
 
 // Message is an OpenAI chat message.
 type Message struct {
-	Role    string   `json:"role"`
-	Content *Content `json:"content"`
-	Name    string   `json:"name,omitempty"`
+	Role       string          `json:"role"`
+	Content    *Content        `json:"content"`
+	Name       string          `json:"name,omitempty"`
+	ToolCalls  []ToolCallParam `json:"tool_calls,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
 }
 
 // StreamOptions is OpenAI's stream_options.
@@ -198,6 +200,9 @@ type ChatRequest struct {
 	ResponseFormat      *ResponseFormat `json:"response_format"`
 	Logprobs            bool            `json:"logprobs"`
 	TopLogprobs         *int            `json:"top_logprobs"`
+	Tools               []ToolParam     `json:"tools"`
+	ToolChoice          json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls   *bool           `json:"parallel_tool_calls"`
 	Sampling
 }
 
@@ -293,7 +298,14 @@ func (r *ChatRequest) Native() (inference.CompletionRequest, error) {
 		if m.Content != nil {
 			c = string(*m.Content)
 		}
-		out.Messages = append(out.Messages, inference.Message{Role: role, Content: c})
+		msg := inference.Message{Role: role, Content: c}
+		if err := toolMessage(i, m, &msg); err != nil {
+			return out, err
+		}
+		out.Messages = append(out.Messages, msg)
+	}
+	if err := r.tools(&out); err != nil {
+		return out, err
 	}
 	max := r.MaxTokens
 	if r.MaxCompletionTokens != nil {

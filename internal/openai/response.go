@@ -3,6 +3,7 @@ package openai
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"github.com/sovereign-ai/sovereign/internal/citation"
 	"time"
 
@@ -44,9 +45,11 @@ type TokenLogprob struct {
 	TopLogprobs []TopLogprob `json:"top_logprobs"`
 }
 
-// Logprobs is a chat choice's logprobs.
+// Logprobs is a chat choice's logprobs. Refusal is always null: local
+// models do not refuse as a separate channel.
 type Logprobs struct {
-	Content []TokenLogprob `json:"content"`
+	Content []TokenLogprob  `json:"content"`
+	Refusal *[]TokenLogprob `json:"refusal"`
 }
 
 func byteInts(b []byte) []int {
@@ -70,11 +73,38 @@ func NewLogprobs(lps []inference.TokenLogprob) []TokenLogprob {
 	return out
 }
 
-// AssistantMessage is the message of a chat choice.
+// AssistantMessage is the message of a chat choice. With tool calls and
+// no text, content is null (as OpenAI answers).
 type AssistantMessage struct {
-	Role    string  `json:"role"`
-	Content string  `json:"content"`
-	Refusal *string `json:"refusal"`
+	Role      string          `json:"role"`
+	Content   string          `json:"content"`
+	Refusal   *string         `json:"refusal"`
+	ToolCalls []ToolCallParam `json:"tool_calls,omitempty"`
+}
+
+// MarshalJSON writes content as null for a message of tool calls alone.
+func (m AssistantMessage) MarshalJSON() ([]byte, error) {
+	type plain AssistantMessage
+	if len(m.ToolCalls) == 0 || m.Content != "" {
+		return json.Marshal(plain(m))
+	}
+	return json.Marshal(struct {
+		Role      string          `json:"role"`
+		Content   *string         `json:"content"`
+		Refusal   *string         `json:"refusal"`
+		ToolCalls []ToolCallParam `json:"tool_calls"`
+	}{m.Role, nil, m.Refusal, m.ToolCalls})
+}
+
+// ToolCallDelta is a piece of a tool call in a chunk.
+type ToolCallDelta struct {
+	Index    int    `json:"index"`
+	ID       string `json:"id,omitempty"`
+	Type     string `json:"type,omitempty"`
+	Function struct {
+		Name      string `json:"name,omitempty"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
 }
 
 // ChatChoice is one choice of a chat completion.
@@ -98,8 +128,9 @@ type ChatCompletion struct {
 
 // Delta is the incremental message of a chunk.
 type Delta struct {
-	Role    string  `json:"role,omitempty"`
-	Content *string `json:"content,omitempty"`
+	Role      string          `json:"role,omitempty"`
+	Content   *string         `json:"content,omitempty"`
+	ToolCalls []ToolCallDelta `json:"tool_calls,omitempty"`
 }
 
 // ChunkChoice is one choice of a chat completion chunk.

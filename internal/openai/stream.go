@@ -45,11 +45,46 @@ func (c *ChatStream) Chunks(ev inference.Event, index int) []ChatChunk {
 		}
 		out = append(out, c.chunk([]ChunkChoice{ch}))
 	}
+	if len(ev.ToolCalls) > 0 {
+		out = append(out, c.chunk([]ChunkChoice{{Index: index, Delta: Delta{ToolCalls: toolCallDeltas(ev.ToolCalls)}}}))
+	}
 	if ev.Done {
 		fr := ev.FinishReason
 		out = append(out, c.chunk([]ChunkChoice{{Index: index, Delta: Delta{}, FinishReason: &fr}}))
 	}
 	return out
+}
+
+// toolCallDeltas renders native tool-call pieces: the first piece of a
+// call has its id, type and name, as OpenAI streams them.
+func toolCallDeltas(ds []inference.ToolCallDelta) []ToolCallDelta {
+	out := make([]ToolCallDelta, len(ds))
+	for i, d := range ds {
+		out[i].Index, out[i].ID = d.Index, d.ID
+		if d.ID != "" {
+			out[i].Type = "function"
+		}
+		out[i].Function.Name, out[i].Function.Arguments = d.Name, d.Arguments
+	}
+	return out
+}
+
+// addToolCalls folds tool-call pieces into whole calls.
+func addToolCalls(calls []ToolCallParam, ds []inference.ToolCallDelta) []ToolCallParam {
+	for _, d := range ds {
+		for len(calls) <= d.Index {
+			calls = append(calls, ToolCallParam{Type: "function"})
+		}
+		c := &calls[d.Index]
+		if d.ID != "" {
+			c.ID = d.ID
+		}
+		if d.Name != "" {
+			c.Function.Name = d.Name
+		}
+		c.Function.Arguments += d.Arguments
+	}
+	return calls
 }
 
 // CitationsChunk returns the chunk that carries an answer's citations.
@@ -103,6 +138,7 @@ func CollectChat(streams []inference.Stream, model string, logprobs bool) (ChatC
 func collectChoice(s inference.Stream, logprobs bool) (ChatChoice, *inference.Usage, error) {
 	var sb strings.Builder
 	var lps []inference.TokenLogprob
+	var calls []ToolCallParam
 	for {
 		ev, err := s.Recv()
 		if errors.Is(err, io.EOF) {
@@ -113,8 +149,9 @@ func collectChoice(s inference.Stream, logprobs bool) (ChatChoice, *inference.Us
 		}
 		sb.WriteString(ev.Text)
 		lps = append(lps, ev.Logprobs...)
+		calls = addToolCalls(calls, ev.ToolCalls)
 		if ev.Done {
-			ch := ChatChoice{Message: AssistantMessage{Role: "assistant", Content: sb.String()}, FinishReason: ev.FinishReason}
+			ch := ChatChoice{Message: AssistantMessage{Role: "assistant", Content: sb.String(), ToolCalls: calls}, FinishReason: ev.FinishReason}
 			if logprobs {
 				ch.Logprobs = &Logprobs{Content: NewLogprobs(lps)}
 			}

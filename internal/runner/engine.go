@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,6 +34,8 @@ type job struct {
 	// at the last prompt position are read into score.result and the job
 	// ends with a Done event.
 	score *scoreJob
+	// preserved are special tokens shown as text (req.PreservedTokens).
+	preserved map[llamacpp.Token]bool
 }
 
 // freeSampler releases the job's sampler, if it has one.
@@ -237,6 +240,13 @@ func (e *Engine) Submit(ctx context.Context, req inference.CompletionRequest, pr
 		PresencePenalty:  req.PresencePenalty,
 		Grammar:          req.Grammar,
 	}
+	for _, t := range req.GrammarTriggers {
+		if t.Token != nil {
+			sp.TriggerTokens = append(sp.TriggerTokens, llamacpp.Token(*t.Token))
+		} else {
+			sp.TriggerPatterns = append(sp.TriggerPatterns, t.Pattern)
+		}
+	}
 	if req.Seed != nil {
 		sp.Seed = *req.Seed
 	} else {
@@ -256,7 +266,26 @@ func (e *Engine) Submit(ctx context.Context, req inference.CompletionRequest, pr
 	if err != nil {
 		return nil, &inference.InvalidError{Param: "response_format", Message: "the grammar could not be parsed: " + err.Error()}
 	}
+	if req.GrammarPrefill != "" {
+		toks, err := e.model.Tokenize(req.GrammarPrefill, false, true)
+		if err == nil && len(toks) > 0 && req.GrammarPrefill[0] != ' ' && strings.HasPrefix(string(e.model.Piece(toks[0], true)), " ") {
+			toks = toks[1:] // a tokenizer's space before the first special token
+		}
+		if err == nil {
+			err = smp.PrefillGrammar(toks)
+		}
+		if err != nil {
+			smp.Free()
+			return nil, &inference.InvalidError{Param: "tools", Message: "the tool-call grammar does not fit this model's chat template: " + err.Error()}
+		}
+	}
 	j := &job{ctx: ctx, prompt: prompt, req: req, sampler: smp, out: newEventQueue(), enqueued: time.Now()}
+	for _, t := range req.PreservedTokens {
+		if j.preserved == nil {
+			j.preserved = map[llamacpp.Token]bool{}
+		}
+		j.preserved[llamacpp.Token(t)] = true
+	}
 	select {
 	case e.queue <- j:
 		return j.out, nil
@@ -547,7 +576,7 @@ func (e *Engine) sample(s *slot) {
 		e.finish(s, inference.Event{Text: s.gate.Flush(), Logprobs: lps, Done: true, FinishReason: inference.FinishStop})
 		return
 	}
-	piece := e.model.Piece(tok, false)
+	piece := e.model.Piece(tok, j.preserved[tok])
 	jsonDone := false
 	if s.json != nil {
 		var n int

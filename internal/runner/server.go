@@ -208,7 +208,7 @@ func (s *Server) completion(w http.ResponseWriter, r *http.Request) {
 		fail(w, fmt.Errorf("%w: it is an embedding model and does not generate text", inference.ErrUnsupported))
 		return
 	}
-	prompt, err := s.promptTokens(&req)
+	prompt, tools, err := s.promptTokens(&req)
 	if err != nil {
 		fail(w, err)
 		return
@@ -227,6 +227,15 @@ func (s *Server) completion(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return // client gone; the engine frees the slot at its next step
 		}
+		if tools != nil {
+			// A request with tools: the output is read as content and
+			// tool calls (tools.go).
+			var out []inference.Event
+			for _, ev := range evs {
+				out = append(out, tools.read(ev)...)
+			}
+			evs = out
+		}
 		for _, ev := range evs {
 			if enc.Encode(ev) != nil {
 				return
@@ -244,66 +253,62 @@ func (s *Server) completion(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// promptTokens builds the prompt from messages (with the chat template),
-// text, or tokens.
-func (s *Server) promptTokens(req *inference.CompletionRequest) ([]llamacpp.Token, error) {
+// promptTokens builds the prompt from messages (with the chat template, and
+// the tools), text, or tokens. For messages it also sets what the format
+// adds to req (stop sequences, the tool-call grammar) and returns the
+// reader of tool calls, if any.
+func (s *Server) promptTokens(req *inference.CompletionRequest) ([]llamacpp.Token, *toolReader, error) {
 	switch {
 	case len(req.Tokens) > 0:
 		nv := int32(s.model.NVocab())
 		for _, t := range req.Tokens {
 			if t < 0 || t >= nv {
-				return nil, &inference.InvalidError{Param: "prompt", Message: fmt.Sprintf("token %d is outside the vocabulary (0..%d)", t, nv-1)}
+				return nil, nil, &inference.InvalidError{Param: "prompt", Message: fmt.Sprintf("token %d is outside the vocabulary (0..%d)", t, nv-1)}
 			}
 		}
-		return req.Tokens, nil
+		return req.Tokens, nil, nil
 	case len(req.Messages) > 0:
-		text, stops, err := s.format(req.Messages)
+		f, err := s.formatChat(req)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		if stops != nil {
-			req.Stop = append(req.Stop, stops...)
+		req.Stop = append(req.Stop, f.stops...)
+		if f.trimLeft {
 			req.SetTrimLeft()
 		}
-		return s.model.Tokenize(text, true, true)
+		if f.grammar != "" {
+			if req.Grammar != "" {
+				return nil, nil, &inference.InvalidError{Param: "tools", Message: "tools cannot be combined with a JSON response_format on this model"}
+			}
+			req.Grammar, req.GrammarTriggers, req.GrammarPrefill = f.grammar, f.triggers, f.prefill
+		}
+		for _, p := range f.preserved {
+			if toks, err := s.model.Tokenize(p, false, true); err == nil && len(toks) == 1 {
+				req.PreservedTokens = append(req.PreservedTokens, int32(toks[0]))
+			}
+		}
+		toks, err := s.model.Tokenize(f.text, true, true)
+		return toks, f.tools, err
 	default:
-		return s.model.Tokenize(req.Prompt, true, true)
+		toks, err := s.model.Tokenize(req.Prompt, true, true)
+		return toks, nil, err
 	}
 }
 
 // transcriptStops end a turn in the plain transcript format.
 var transcriptStops = []string{"\nUser:", "\nSystem:"}
 
-// format renders chat messages as a prompt. A model with a chat template
-// (tokenizer.chat_template) is rendered by llama.cpp's Jinja engine (its
-// common/chat code, the one llama-server uses), so any template that
-// engine runs works, not only the ones llama_chat_apply_template
-// recognises. A GGUF without one is a base model: the messages become a
-// plain transcript ("User: …\nAssistant:") that base models continue
-// naturally, and the returned stop sequences end generation when the model
-// starts the next turn.
+// format renders chat messages as a prompt and the stop sequences that end
+// the answer. A model with a chat template (tokenizer.chat_template) is
+// rendered by llama.cpp's Jinja engine (its common/chat code, the one
+// llama-server uses), so any template that engine runs works, not only the
+// ones llama_chat_apply_template recognises. A GGUF without one is a base
+// model: the messages become a plain transcript ("User: …\nAssistant:")
+// that base models continue naturally, and the returned stop sequences end
+// generation when the model starts the next turn.
 func (s *Server) format(msgs []inference.Message) (string, []string, error) {
-	if s.template == "" {
-		return transcript(msgs), transcriptStops, nil
-	}
-	if s.chat == nil {
-		return "", nil, &inference.InvalidError{Param: "messages", Message: fmt.Sprintf("this model's chat template cannot be loaded (%v); send a raw prompt to /v1/completions instead", s.chatErr)}
-	}
-	cm := make([]map[string]any, len(msgs))
-	for i, m := range msgs {
-		cm[i] = map[string]any{"role": m.Role, "content": m.Content}
-	}
-	p, err := s.chat.Apply(llamacpp.ChatRequest{Messages: cm, AddGenerationPrompt: true, EnableThinking: true})
-	var te *llamacpp.TemplateError
-	if errors.As(err, &te) {
-		// The template refused the conversation (raise_exception: roles
-		// out of order, a system message it does not take, …).
-		return "", nil, &inference.InvalidError{Param: "messages", Message: "this model's chat template refused the messages: " + te.Msg}
-	}
-	if err != nil {
-		return "", nil, err
-	}
-	return p.Prompt, p.AdditionalStops, nil
+	f, err := s.formatChat(&inference.CompletionRequest{Messages: msgs})
+	return f.text, f.stops, err
 }
 
 func transcript(msgs []inference.Message) string {

@@ -56,6 +56,15 @@ func (b *Backend) wire(req inference.CompletionRequest) (path string, w wireRequ
 	if req.Stream {
 		w.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
+	if len(req.Tools) > 0 || hasToolTurns(req.Messages) {
+		// Not passed on rather than dropped: the upstream would answer
+		// without the tools, or misread the tool turns.
+		param := "tools"
+		if len(req.Tools) == 0 {
+			param = "messages"
+		}
+		return "", w, &inference.InvalidError{Param: param, Message: fmt.Sprintf("model %q is served by an upstream, and tools and tool messages are not passed to upstreams yet", b.cfg.Model)}
+	}
 	if req.Grammar != "" && len(req.ResponseFormat) == 0 {
 		return "", w, fmt.Errorf("%w: model %q is served by an upstream, which takes response_format rather than a grammar", inference.ErrUnsupported, b.cfg.Model)
 	}
@@ -379,4 +388,14 @@ func snippet(b []byte) string {
 		return "(empty)"
 	}
 	return fmt.Sprintf("%q", s)
+}
+
+// hasToolTurns reports whether a conversation has tool calls or results.
+func hasToolTurns(msgs []inference.Message) bool {
+	for _, m := range msgs {
+		if len(m.ToolCalls) > 0 || m.Role == "tool" {
+			return true
+		}
+	}
+	return false
 }
