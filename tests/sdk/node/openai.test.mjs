@@ -324,3 +324,58 @@ describe('environment', () => {
     }
   });
 });
+
+describe('tools', () => {
+  // The default model has no chat template: its calls take the generic JSON
+  // envelope, and "required" makes the grammar force one.
+  const weather = {
+    type: 'function',
+    function: {
+      name: 'get_weather',
+      description: 'Current weather in a city',
+      parameters: {
+        type: 'object',
+        properties: { city: { type: 'string', enum: ['Paris', 'Rome'] } },
+        required: ['city'],
+        additionalProperties: false,
+      },
+    },
+  };
+
+  test('tool_choice required returns one call with valid arguments', async () => {
+    const resp = await client.chat.completions.create({
+      model: CHAT_MODEL,
+      messages: [{ role: 'user', content: 'What is the weather in Rome?' }],
+      tools: [weather],
+      tool_choice: 'required',
+      parallel_tool_calls: false,
+      temperature: 0,
+      max_tokens: 64,
+    });
+    const choice = resp.choices[0];
+    assert.equal(choice.finish_reason, 'tool_calls');
+    assert.equal(choice.message.content, null);
+    assert.equal(choice.message.tool_calls.length, 1);
+    const call = choice.message.tool_calls[0];
+    assert.match(call.id, /^call_/);
+    assert.equal(call.function.name, 'get_weather');
+    assert.ok(['Paris', 'Rome'].includes(JSON.parse(call.function.arguments).city));
+  });
+
+  test('the stream helper assembles a streamed call', async () => {
+    const stream = client.chat.completions.stream({
+      model: CHAT_MODEL,
+      messages: [{ role: 'user', content: 'What is the weather in Paris?' }],
+      tools: [weather],
+      tool_choice: { type: 'function', function: { name: 'get_weather' } },
+      parallel_tool_calls: false,
+      temperature: 0,
+      max_tokens: 64,
+    });
+    const final = await stream.finalChatCompletion();
+    const call = final.choices[0].message.tool_calls[0];
+    assert.equal(final.choices[0].finish_reason, 'tool_calls');
+    assert.equal(call.function.name, 'get_weather');
+    assert.ok(['Paris', 'Rome'].includes(JSON.parse(call.function.arguments).city));
+  });
+});

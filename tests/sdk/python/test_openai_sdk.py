@@ -502,3 +502,183 @@ def test_wrong_key_from_environment_is_rejected(monkeypatch: pytest.MonkeyPatch,
     c = OpenAI(base_url=base_url, max_retries=0)
     with pytest.raises(openai.AuthenticationError):
         c.models.list()
+
+
+# ---------------------------------------------------------------- tools
+# The default model has no chat template, so its tool calls take the generic
+# JSON envelope; "required" and a named function make the grammar force a call.
+
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather in a city",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string", "enum": ["Paris", "Rome", "Oslo"]}},
+            "required": ["city"],
+            "additionalProperties": False,
+        },
+    },
+}
+TIME_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_time",
+        "description": "Current time in a time zone",
+        "parameters": {
+            "type": "object",
+            "properties": {"zone": {"type": "string", "enum": ["UTC", "CET"]}},
+            "required": ["zone"],
+            "additionalProperties": False,
+        },
+    },
+}
+
+
+def _check_call(call, name: str | None = None) -> dict:
+    import json
+
+    assert call.type == "function"
+    assert call.id.startswith("call_")
+    if name is not None:
+        assert call.function.name == name
+    args = json.loads(call.function.arguments)
+    if call.function.name == "get_weather":
+        assert args["city"] in ("Paris", "Rome", "Oslo")
+    else:
+        assert call.function.name == "get_time" and args["zone"] in ("UTC", "CET")
+    return args
+
+
+def test_tool_call_required(client: OpenAI) -> None:
+    r = client.chat.completions.create(
+        model=CHAT_MODEL,
+        messages=[{"role": "user", "content": "What is the weather in Paris?"}],
+        tools=[WEATHER_TOOL, TIME_TOOL],
+        tool_choice="required",
+        parallel_tool_calls=False,
+        max_tokens=64,
+        temperature=0,
+    )
+    choice = r.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    assert choice.message.content is None
+    assert len(choice.message.tool_calls) == 1
+    _check_call(choice.message.tool_calls[0])
+
+
+def test_tool_call_named(client: OpenAI) -> None:
+    r = client.chat.completions.create(
+        model=CHAT_MODEL,
+        messages=[{"role": "user", "content": "What time is it in Berlin?"}],
+        tools=[WEATHER_TOOL, TIME_TOOL],
+        tool_choice={"type": "function", "function": {"name": "get_time"}},
+        parallel_tool_calls=False,
+        max_tokens=64,
+        temperature=0,
+    )
+    assert r.choices[0].finish_reason == "tool_calls"
+    for call in r.choices[0].message.tool_calls:
+        _check_call(call, "get_time")
+
+
+def test_tool_call_none_and_auto_answer(client: OpenAI) -> None:
+    for choice in ("none", "auto"):
+        r = client.chat.completions.create(
+            model=CHAT_MODEL,
+            messages=[{"role": "user", "content": "Say hello."}],
+            tools=[WEATHER_TOOL],
+            tool_choice=choice,
+            max_tokens=16,
+            temperature=0,
+        )
+        msg = r.choices[0].message
+        if choice == "none" or not msg.tool_calls:
+            assert msg.content and not msg.tool_calls
+            assert r.choices[0].finish_reason in ("stop", "length")
+        else:
+            _check_call(msg.tool_calls[0], "get_weather")
+
+
+def test_tool_call_streamed(client: OpenAI) -> None:
+    stream = client.chat.completions.create(
+        model=CHAT_MODEL,
+        messages=[{"role": "user", "content": "What is the weather in Oslo?"}],
+        tools=[WEATHER_TOOL],
+        tool_choice="required",
+        parallel_tool_calls=False,
+        max_tokens=64,
+        temperature=0,
+        stream=True,
+    )
+    calls: dict[int, dict] = {}
+    finish = None
+    for chunk in stream:
+        if not chunk.choices:
+            continue
+        c = chunk.choices[0]
+        for d in c.delta.tool_calls or []:
+            if d.index not in calls:
+                assert d.id and d.type == "function" and d.function.name, "a call's first delta names it"
+                calls[d.index] = {"id": d.id, "name": d.function.name, "arguments": ""}
+            calls[d.index]["arguments"] += d.function.arguments or ""
+        finish = c.finish_reason or finish
+    assert finish == "tool_calls"
+    assert list(calls) == [0]
+    import json
+
+    assert json.loads(calls[0]["arguments"])["city"] in ("Paris", "Rome", "Oslo")
+
+
+def test_tool_round_trip(client: OpenAI) -> None:
+    first = client.chat.completions.create(
+        model=CHAT_MODEL,
+        messages=[{"role": "user", "content": "What is the weather in Rome?"}],
+        tools=[WEATHER_TOOL],
+        tool_choice="required",
+        parallel_tool_calls=False,
+        max_tokens=64,
+        temperature=0,
+    )
+    call = first.choices[0].message.tool_calls[0]
+    second = client.chat.completions.create(
+        model=CHAT_MODEL,
+        messages=[
+            {"role": "user", "content": "What is the weather in Rome?"},
+            first.choices[0].message,
+            {"role": "tool", "tool_call_id": call.id, "content": '{"temp_c": 21, "sky": "clear"}'},
+        ],
+        tools=[WEATHER_TOOL],
+        tool_choice="none",
+        max_tokens=24,
+        temperature=0,
+    )
+    assert second.choices[0].message.content
+    assert not second.choices[0].message.tool_calls
+
+
+def test_tool_choice_without_tools_is_bad_request(client: OpenAI) -> None:
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(
+            model=CHAT_MODEL, messages=[{"role": "user", "content": "hi"}], tool_choice="required", max_tokens=4
+        )
+    assert e.value.body["param"] == "tool_choice"
+
+
+def test_parse_with_pydantic(client: OpenAI) -> None:
+    from pydantic import BaseModel
+
+    class City(BaseModel):
+        name: str
+        country: str
+
+    r = client.chat.completions.parse(
+        model=CHAT_MODEL,
+        messages=[{"role": "user", "content": "Give the capital of France as JSON."}],
+        response_format=City,
+        max_tokens=64,
+        temperature=0,
+    )
+    assert r.choices[0].finish_reason == "stop"
+    assert isinstance(r.choices[0].message.parsed, City)
