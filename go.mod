@@ -6,6 +6,7 @@ require (
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/ledongthuc/pdf v0.0.0-20260907135840-6c8c28e0e8a0
+	github.com/openai/openai-go/v3 v3.96.0
 	github.com/pressly/goose/v3 v3.29.0
 	github.com/prometheus/client_golang v1.25.0
 	golang.org/x/net v0.61.0
@@ -14,7 +15,14 @@ require (
 	modernc.org/sqlite v1.61.1
 )
 
-require github.com/dlclark/regexp2 v1.11.4 // indirect
+require (
+	github.com/coder/websocket v1.8.15 // indirect
+	github.com/dlclark/regexp2 v1.11.4 // indirect
+	github.com/tidwall/gjson v1.20.0 // indirect
+	github.com/tidwall/match v1.1.1 // indirect
+	github.com/tidwall/pretty v1.2.1 // indirect
+	github.com/tidwall/sjson v1.2.5 // indirect
+)
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
