@@ -30,7 +30,7 @@ const (
 )
 
 // Capabilities a model can have.
-var knownCapabilities = []string{"chat", "completions", "embeddings", "rerank"}
+var knownCapabilities = []string{"chat", "completions", "embeddings", "rerank", "tools"}
 
 // rerankMethods are the values of Spec.RerankMethod.
 var rerankMethods = []string{models.RerankCrossEncoder, models.RerankQueryLikelihood, models.RerankChatLogits}

@@ -183,6 +183,10 @@ func TestToolCallsGenericFormat(t *testing.T) {
 		param string
 	}{
 		{map[string]any{"tools": nil, "tool_choice": "required"}, "tool_choice"},
+		// Fields that are not served are refused, not dropped.
+		{map[string]any{"audio": map[string]any{"voice": "alloy", "format": "wav"}}, "audio"},
+		{map[string]any{"store": true}, "store"},
+		{map[string]any{"frobnicate": 1}, "frobnicate"},
 		{map[string]any{"tool_choice": "sometimes"}, "tool_choice"},
 		{map[string]any{"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "nope"}}}, "tool_choice.function.name"},
 		{map[string]any{"tools": []map[string]any{{"type": "retrieval"}}}, "tools[0].type"},

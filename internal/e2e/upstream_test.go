@@ -456,3 +456,28 @@ func (e *env) keyWith(t *testing.T, scopes string) string {
 	}
 	return secret
 }
+
+// TestUpstreamToolsAreRefusedNotDropped: an upstream model does not take
+// tools yet (no tools capability), so tools, and tool turns in the history,
+// are a 400 naming the field instead of reaching the upstream without them.
+func TestUpstreamToolsAreRefusedNotDropped(t *testing.T) {
+	up := upstreamtest.New(t, "a")
+	e := newEnvSpecs(t, tinyStore(t), engine.Config{}, []catalog.Spec{upstreamSpec("remote", up.BaseURL())})
+	tools := []map[string]any{{"type": "function", "function": map[string]any{"name": "f"}}}
+	for _, c := range []struct {
+		extra map[string]any
+		param string
+	}{
+		{map[string]any{"tools": tools}, "tools"},
+		{map[string]any{"messages": []map[string]any{{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "c1", "content": "42"}}}, "messages"},
+	} {
+		_, resp := e.chat("remote", "hi", c.extra)
+		env := readError(t, resp)
+		if resp.StatusCode != 400 || env.Error.Param == nil || *env.Error.Param != c.param {
+			t.Errorf("%v: %d %+v, want 400 on %s", c.extra, resp.StatusCode, env, c.param)
+		}
+	}
+	if n := up.Requests.Load(); n != 0 {
+		t.Fatalf("%d requests reached the upstream", n)
+	}
+}

@@ -3,8 +3,10 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,7 +18,7 @@ import (
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 	var req openai.ChatRequest
-	if err := openai.Decode(r.Body, &req); err != nil {
+	if err := openai.DecodeRequest(r.Body, &req); err != nil {
 		return err
 	}
 	native, err := req.Native()
@@ -26,6 +28,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 	m, err := s.model(w, r, req.Model, "chat")
 	if err != nil {
 		return err
+	}
+	if len(native.Tools) > 0 && !m.Has("tools") {
+		return apierr.Invalid("tools", fmt.Sprintf("the model %q does not take tools (it supports: %s)", m.ID, strings.Join(m.Capabilities, ", ")))
 	}
 	if err := limit(m, &native); err != nil {
 		return err
@@ -168,7 +173,7 @@ func merge(ctx context.Context, streams []inference.Stream) <-chan indexedEvent 
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
 	var req openai.CompletionRequest
-	if err := openai.Decode(r.Body, &req); err != nil {
+	if err := openai.DecodeRequest(r.Body, &req); err != nil {
 		return err
 	}
 	if req.Grounded() {
@@ -231,7 +236,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) error {
 	var req openai.EmbeddingRequest
-	if err := openai.Decode(r.Body, &req); err != nil {
+	if err := openai.DecodeRequest(r.Body, &req); err != nil {
 		return err
 	}
 	native, err := req.Native()

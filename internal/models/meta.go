@@ -81,6 +81,9 @@ func (m *Manifest) upgrade() {
 	if m.Has(CapChat) && !m.Has(CapRerank) {
 		m.Capabilities = append(slices.Clone(m.Capabilities), CapRerank)
 	}
+	if m.Has(CapChat) && !m.Has(CapTools) {
+		m.Capabilities = append(slices.Clone(m.Capabilities), CapTools) // every local chat model calls tools (docs/engine.md)
+	}
 	if m.RerankMethod == RerankChatLogits {
 		m.RerankMethod = "" // derived by an earlier version; chat models now rerank by query likelihood
 	}
@@ -92,8 +95,9 @@ func (m *Manifest) upgrade() {
 // capabilities decides what a model serves from its architecture and
 // pooling type: rank pooling means a reranker, an encoder architecture or
 // any other pooling means an embedding model, and everything else is a
-// causal language model serving chat and completions, and reranking by the
-// likelihood of the query after the document (the query-likelihood method).
+// causal language model serving chat and completions with tool calls, and
+// reranking by the likelihood of the query after the document (the
+// query-likelihood method).
 func capabilities(arch string, pooling uint64, hasPooling bool) []string {
 	switch {
 	case hasPooling && pooling == poolingRank:
@@ -102,7 +106,7 @@ func capabilities(arch string, pooling uint64, hasPooling bool) []string {
 		hasPooling && pooling != poolingNone:
 		return []string{CapEmbeddings}
 	default:
-		return []string{CapChat, CapCompletions, CapRerank}
+		return []string{CapChat, CapCompletions, CapRerank, CapTools}
 	}
 }
 

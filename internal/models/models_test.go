@@ -31,7 +31,7 @@ func TestPullFileWritesModelAndManifest(t *testing.T) {
 		t.Errorf("default id = %q, want tiny-llama", m.ID)
 	}
 	want := Manifest{
-		ID: "tiny-llama", Family: "llama", Capabilities: []string{CapChat, CapCompletions, CapRerank},
+		ID: "tiny-llama", Family: "llama", Capabilities: []string{CapChat, CapCompletions, CapRerank, CapTools},
 		RerankMethod: RerankQueryLikelihood, ContextLength: 128, EmbeddingLength: 8, Parameters: 32, Quantization: "Q4_K_M",
 		HasChatTemplate: true, ChatTemplate: "{{ messages }}", Source: "file://" + src,
 		SHA256: sha(data), Size: int64(len(data)), File: ModelFile, CreatedAt: m.CreatedAt,
@@ -101,14 +101,14 @@ func TestCapabilities(t *testing.T) {
 		pooling int
 		want    []string
 	}{
-		{"llama", -1, []string{CapChat, CapCompletions, CapRerank}},
-		{"gemma3", -1, []string{CapChat, CapCompletions, CapRerank}},
+		{"llama", -1, []string{CapChat, CapCompletions, CapRerank, CapTools}},
+		{"gemma3", -1, []string{CapChat, CapCompletions, CapRerank, CapTools}},
 		{"bert", -1, []string{CapEmbeddings}},
 		{"nomic-bert", 1, []string{CapEmbeddings}},
 		{"jina-bert-v2", 2, []string{CapEmbeddings}},
 		{"qwen3", 3, []string{CapEmbeddings}}, // a causal LM with last-token pooling
 		{"bert", 4, []string{CapRerank}},
-		{"llama", 0, []string{CapChat, CapCompletions, CapRerank}},
+		{"llama", 0, []string{CapChat, CapCompletions, CapRerank, CapTools}},
 	} {
 		got := capabilities(c.arch, uint64(max(c.pooling, 0)), c.pooling >= 0)
 		if !reflect.DeepEqual(got, c.want) {
@@ -128,7 +128,7 @@ func TestCapabilities(t *testing.T) {
 	}
 }
 
-func TestOldManifestsGainQueryLikelihoodRerank(t *testing.T) {
+func TestOldManifestsGainQueryLikelihoodRerankAndTools(t *testing.T) {
 	// A manifest written before chat models could rerank lists chat and
 	// completions only; reading it adds rerank with the query-likelihood
 	// method. One written when chat models reranked by chat-logits moves to
@@ -144,7 +144,7 @@ func TestOldManifestsGainQueryLikelihoodRerank(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(m.Capabilities, []string{CapChat, CapCompletions, CapRerank}) || m.RerankMethod != RerankQueryLikelihood {
+	if !reflect.DeepEqual(m.Capabilities, []string{CapChat, CapCompletions, CapRerank, CapTools}) || m.RerankMethod != RerankQueryLikelihood {
 		t.Errorf("old chat manifest: capabilities %v, rerank method %q", m.Capabilities, m.RerankMethod)
 	}
 	dir = filepath.Join(s.Dir(), "chat-logits")

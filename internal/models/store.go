@@ -40,6 +40,8 @@ const (
 	CapCompletions = "completions"
 	CapEmbeddings  = "embeddings"
 	CapRerank      = "rerank"
+	// CapTools: chat requests may carry tools (function calling).
+	CapTools = "tools"
 )
 
 // stagingPrefix starts the names of the hidden directories pulls and imports

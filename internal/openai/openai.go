@@ -376,6 +376,10 @@ func (r *CompletionRequest) Native() (inference.CompletionRequest, error) {
 	if err := r.Sampling.apply(&out, r.MaxTokens); err != nil {
 		return out, err
 	}
+	if r.Echo {
+		// Not ignored: an echoed answer would start with the prompt.
+		return out, apierr.Invalid("echo", "'echo' is not supported; the answer never repeats the prompt")
+	}
 	if r.Logprobs != nil {
 		if *r.Logprobs < 0 || *r.Logprobs > 5 {
 			return out, apierr.Invalid("logprobs", "'logprobs' must be between 0 and 5")
