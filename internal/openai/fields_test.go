@@ -47,3 +47,18 @@ func TestDecodeRequestFields(t *testing.T) {
 		t.Fatal("suffix accepted")
 	}
 }
+
+func TestEmbeddingTokenIDsSayWhy(t *testing.T) {
+	for _, input := range []string{`[1, 2, 3]`, `[[1, 2], [3]]`} {
+		r := EmbeddingRequest{Model: "e", Input: []byte(input)}
+		_, err := r.Native()
+		var ae *apierr.Error
+		if !errors.As(err, &ae) || ae.Param != "input" || !strings.Contains(ae.Message, "check_embedding_ctx_length=False") {
+			t.Errorf("%s: %v", input, err)
+		}
+	}
+	r := EmbeddingRequest{Model: "e", Input: []byte(`{"a":1}`)}
+	if _, err := r.Native(); err == nil || strings.Contains(err.Error(), "token ids") {
+		t.Errorf("an object: %v", err)
+	}
+}

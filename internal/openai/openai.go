@@ -496,6 +496,13 @@ func (r *EmbeddingRequest) Native() (inference.EmbeddingRequest, error) {
 	}
 	var in StringOrArray
 	if len(bytes.TrimSpace(r.Input)) == 0 || json.Unmarshal(r.Input, &in) != nil {
+		var ids []int64
+		var idLists [][]int64
+		if json.Unmarshal(r.Input, &ids) == nil || json.Unmarshal(r.Input, &idLists) == nil {
+			return inference.EmbeddingRequest{}, apierr.Invalid("input", "'input' holds token ids; send text instead: "+
+				"the model embeds text with its own tokenizer, and ids from another tokenizer (such as tiktoken's) mean nothing to it. "+
+				"LangChain's OpenAIEmbeddings sends token ids unless created with check_embedding_ctx_length=False")
+		}
 		return inference.EmbeddingRequest{}, apierr.Invalid("input", "'input' must be a string or an array of strings")
 	}
 	if len(in) == 0 {
