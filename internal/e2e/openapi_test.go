@@ -401,8 +401,8 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 				t.Errorf("%s %s has no operationId", method, path)
 			}
 			secured := op.Security == nil || len(*op.Security) > 0
-			if strings.HasPrefix(path, "/v1/") != secured {
-				t.Errorf("%s %s: secured=%v; /v1 routes need the bearer key, the others none", method, path, secured)
+			if (strings.HasPrefix(path, "/v1/") || strings.HasPrefix(path, "/v2/")) != secured {
+				t.Errorf("%s %s: secured=%v; /v1 and /v2 routes need the bearer key, the others none", method, path, secured)
 			}
 			for code, r := range op.Responses.Map() {
 				if r.Value.Headers["x-request-id"] == nil {
@@ -541,6 +541,17 @@ func TestOpenAPIInferenceResponsesMatch(t *testing.T) {
 		if _, err := c.sseChunks(x.body, "ChatCompletionChunk"); err != nil {
 			t.Fatal(err)
 		}
+	})
+
+	t.Run("rerank cohere v2", func(t *testing.T) {
+		c.t = t
+		x := c.call("POST", "/v2/rerank", map[string]any{"model": "tiny", "query": "q", "documents": []string{"a", "b", "c"}, "top_n": 2, "max_tokens_per_doc": 512})
+		expectStatus(t, x, 200)
+		v := x.json(t)
+		if len(v["results"].([]any)) != 2 || v["meta"].(map[string]any)["api_version"].(map[string]any)["version"] != "2" || v["id"] == "" {
+			t.Fatalf("v2 rerank: %v", v)
+		}
+		expectError(t, c.callRaw("POST", "/v2/rerank", []byte(`{"model": "tiny", "query": "q", "documents": []}`)), 400, "invalid_request_error")
 	})
 
 	t.Run("completions", func(t *testing.T) {

@@ -107,6 +107,7 @@ func (s *Server) routes() []apiRoute {
 		{"POST /v1/tokenize", auth.ScopeInference, s.tokenize},
 		{"POST /v1/detokenize", auth.ScopeInference, s.detokenize},
 		{"POST /v1/rerank", auth.ScopeInference, s.rerank},
+		{"POST /v2/rerank", auth.ScopeInference, s.rerankV2}, // Cohere's v2 client (a vendor route)
 		{"POST /v1/keys", auth.ScopeAdmin, s.createKey},
 		{"GET /v1/keys", auth.ScopeKeysRead, s.listKeys},
 		{"GET /v1/keys/{id}", auth.ScopeKeysRead, s.getKey},

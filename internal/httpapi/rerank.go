@@ -41,11 +41,69 @@ func (s *Server) rerank(w http.ResponseWriter, r *http.Request) error {
 	if err := openai.Decode(r.Body, &req); err != nil {
 		return err
 	}
+	m, docs, out, promptTokens, err := s.rerankDocs(w, r, req)
+	if err != nil {
+		return err
+	}
+	for i := range out {
+		if req.ReturnDocuments == nil || *req.ReturnDocuments {
+			out[i].Document = &rerankDocument{Text: docs[out[i].Index]}
+		}
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{
+		"object": "list", "model": m.ID, "results": out,
+		"usage": map[string]int{"prompt_tokens": promptTokens, "total_tokens": promptTokens},
+	})
+}
+
+// rerankV2Request is Cohere's v2 rerank request (documents are strings).
+type rerankV2Request struct {
+	Model           string            `json:"model"`
+	Query           string            `json:"query"`
+	Documents       []json.RawMessage `json:"documents"`
+	TopN            *int              `json:"top_n"`
+	MaxTokensPerDoc *int              `json:"max_tokens_per_doc"`
+	Priority        *int              `json:"priority"`
+}
+
+// rerankV2 serves POST /v2/rerank, the route of Cohere's current client
+// (cohere.ClientV2, LiteLLM's cohere/ models), with Cohere's v2 response:
+// id, results (index, relevance_score) and meta. It is a vendor route for
+// those clients, not a version of Sovereign's API.
+func (s *Server) rerankV2(w http.ResponseWriter, r *http.Request) error {
+	var req rerankV2Request
+	if err := openai.Decode(r.Body, &req); err != nil {
+		return err
+	}
+	if req.MaxTokensPerDoc != nil && *req.MaxTokensPerDoc < 1 {
+		return apierr.Invalid("max_tokens_per_doc", "'max_tokens_per_doc' must be at least 1")
+	}
+	// max_tokens_per_doc bounds Cohere's truncation (default 4096 tokens);
+	// the model's context bounds ours, so any value above 0 is honoured by
+	// documents that fit. priority orders Cohere's queue: nothing to do.
+	_, _, out, promptTokens, err := s.rerankDocs(w, r, rerankRequest{Model: req.Model, Query: req.Query, Documents: req.Documents, TopN: req.TopN})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{
+		"id":      openai.NewID(""),
+		"results": out,
+		"meta": map[string]any{
+			"api_version":  map[string]any{"version": "2"},
+			"billed_units": map[string]any{"search_units": 1, "input_tokens": promptTokens},
+		},
+	})
+}
+
+// rerankDocs validates a rerank request, scores its documents with the
+// model and returns them best first (top_n of them when given).
+func (s *Server) rerankDocs(w http.ResponseWriter, r *http.Request, req rerankRequest) (catalog.Resolved, []string, []rerankResult, int, error) {
+	var none catalog.Resolved
 	if req.Query == "" {
-		return apierr.Invalid("query", "'query' must be a non-empty string")
+		return none, nil, nil, 0, apierr.Invalid("query", "'query' must be a non-empty string")
 	}
 	if len(req.Documents) == 0 || len(req.Documents) > maxRerankDocuments {
-		return apierr.Invalid("documents", fmt.Sprintf("'documents' must hold 1 to %d documents", maxRerankDocuments))
+		return none, nil, nil, 0, apierr.Invalid("documents", fmt.Sprintf("'documents' must hold 1 to %d documents", maxRerankDocuments))
 	}
 	docs := make([]string, len(req.Documents))
 	for i, raw := range req.Documents {
@@ -53,33 +111,33 @@ func (s *Server) rerank(w http.ResponseWriter, r *http.Request) error {
 		if len(raw) > 0 && raw[0] == '"' {
 			json.Unmarshal(raw, &d.Text)
 		} else if err := json.NewDecoder(bytes.NewReader(raw)).Decode(&d); err != nil {
-			return apierr.Invalid(fmt.Sprintf("documents[%d]", i), "a document must be a string or {\"text\": \"…\"}")
+			return none, nil, nil, 0, apierr.Invalid(fmt.Sprintf("documents[%d]", i), "a document must be a string or {\"text\": \"…\"}")
 		}
 		if d.Text == "" {
-			return apierr.Invalid(fmt.Sprintf("documents[%d]", i), "a document must not be empty")
+			return none, nil, nil, 0, apierr.Invalid(fmt.Sprintf("documents[%d]", i), "a document must not be empty")
 		}
 		docs[i] = d.Text
 	}
 	topN := 0
 	if req.TopN != nil {
 		if *req.TopN < 1 {
-			return apierr.Invalid("top_n", "'top_n' must be at least 1")
+			return none, nil, nil, 0, apierr.Invalid("top_n", "'top_n' must be at least 1")
 		}
 		topN = *req.TopN
 	}
 	m, err := s.model(w, r, req.Model, "rerank")
 	if err != nil {
-		return err
+		return none, nil, nil, 0, err
 	}
 	rr, ok := s.Backend.(inference.Reranker)
 	if !ok {
-		return apierr.Invalid("model", "reranking is not available on this server")
+		return none, nil, nil, 0, apierr.Invalid("model", "reranking is not available on this server")
 	}
 	start := time.Now()
 	res, err := rr.Rerank(r.Context(), inference.RerankRequest{Model: m.ID, Query: req.Query, Documents: docs, TopN: topN})
 	s.record(r.Context(), m.ID, catalog.Observation{Latency: time.Since(start), Failed: err != nil})
 	if err != nil {
-		return err
+		return none, nil, nil, 0, err
 	}
 	if s.Metrics != nil {
 		s.Metrics.AddTokens(m.ID, res.PromptTokens, 0)
@@ -87,17 +145,10 @@ func (s *Server) rerank(w http.ResponseWriter, r *http.Request) error {
 	sort.SliceStable(res.Results, func(i, j int) bool { return res.Results[i].RelevanceScore > res.Results[j].RelevanceScore })
 	out := make([]rerankResult, 0, len(res.Results))
 	for _, x := range res.Results {
-		rr := rerankResult{Index: x.Index, RelevanceScore: x.RelevanceScore}
-		if req.ReturnDocuments == nil || *req.ReturnDocuments {
-			rr.Document = &rerankDocument{Text: docs[x.Index]}
-		}
-		out = append(out, rr)
+		out = append(out, rerankResult{Index: x.Index, RelevanceScore: x.RelevanceScore})
 	}
 	if topN > 0 && len(out) > topN {
 		out = out[:topN]
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{
-		"object": "list", "model": m.ID, "results": out,
-		"usage": map[string]int{"prompt_tokens": res.PromptTokens, "total_tokens": res.PromptTokens},
-	})
+	return m, docs, out, res.PromptTokens, nil
 }

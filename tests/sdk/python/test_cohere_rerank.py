@@ -70,3 +70,22 @@ def test_rerank_errors_are_cohere_errors(co: cohere.Client) -> None:
         co.rerank(model="all-minilm-l6-v2", query="q", documents=["d"])
     assert exc.value.status_code == 400
     assert exc.value.body["error"]["param"] == "model"
+
+
+@pytest.fixture(scope="module")
+def co2() -> cohere.ClientV2:
+    root = _env("SOVEREIGN_BASE_URL").rstrip("/")
+    if root.endswith("/v1"):
+        root = root[: -len("/v1")]
+    return cohere.ClientV2(api_key=_env("SOVEREIGN_API_KEY"), base_url=root, timeout=300)
+
+
+def test_rerank_v2_client(co2: cohere.ClientV2) -> None:
+    # Cohere's current client calls POST /v2/rerank and reads its v2 shape.
+    res = co2.rerank(model=MODEL, query="What is the capital of France?", documents=DOCUMENTS, top_n=2)
+    assert res.id
+    assert len(res.results) == 2
+    assert res.results[0].index == 1, res.results
+    scores = [r.relevance_score for r in res.results]
+    assert scores == sorted(scores, reverse=True)
+    assert res.meta is not None and res.meta.api_version is not None and res.meta.api_version.version == "2"
