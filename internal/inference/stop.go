@@ -15,6 +15,17 @@ type TextGate struct {
 	// TrimLeft drops spaces at the start of the output (set for prompt
 	// formats that end in "Assistant:", after which models write a space).
 	TrimLeft bool
+	// released counts the bytes sent so far; lps holds the logprobs of
+	// tokens whose bytes are still (partly) held back, with the offset
+	// where each token's bytes end, so that the logprobs sent join into
+	// exactly the text sent (PushLogprob).
+	released int
+	lps      []heldLogprob
+}
+
+type heldLogprob struct {
+	lp         TokenLogprob
+	start, end int
 }
 
 // NewTextGate returns a gate for the given stop sequences (empty ones are
@@ -33,13 +44,67 @@ func NewTextGate(stops []string) *TextGate {
 // and whether a stop sequence was found; after a stop the text is everything
 // before the earliest stop sequence and the gate must not be used again.
 func (g *TextGate) Push(piece []byte) (string, bool) {
+	text, _, stopped := g.PushLogprob(piece, nil)
+	return text, stopped
+}
+
+// PushLogprob is Push for a token with its logprob: it also returns the
+// logprobs whose tokens' text has now been sent in full, so that the tokens
+// of the logprobs sent join into the text sent. A token cut by a stop
+// sequence keeps the part of its text before it (with the whole token's
+// logprob); a token wholly inside the stop sequence, or wholly trimmed, is
+// dropped.
+func (g *TextGate) PushLogprob(piece []byte, lp *TokenLogprob) (string, []TokenLogprob, bool) {
 	if g.TrimLeft {
-		piece = bytes.TrimLeft(piece, " ")
-		if len(piece) == 0 {
-			return "", false
+		trimmed := bytes.TrimLeft(piece, " ")
+		if len(trimmed) == 0 {
+			return "", nil, false
 		}
+		if lp != nil && len(trimmed) < len(piece) {
+			t := *lp
+			t.Token = string(bytes.TrimLeft([]byte(t.Token), " "))
+			t.Bytes = bytes.TrimLeft(t.Bytes, " ")
+			lp = &t
+		}
+		piece = trimmed
 		g.TrimLeft = false
 	}
+	if lp != nil {
+		start := g.released + len(g.pending)
+		g.lps = append(g.lps, heldLogprob{lp: *lp, start: start, end: start + len(piece)})
+	}
+	text, stopped := g.push(piece)
+	g.released += len(text)
+	var out []TokenLogprob
+	n := 0
+	for _, h := range g.lps {
+		if h.end <= g.released {
+			out = append(out, h.lp)
+			n++
+			continue
+		}
+		if stopped && h.start < g.released {
+			// Cut by the stop sequence: the token keeps the part of its
+			// text that was sent, so the tokens still join into the text.
+			lp := h.lp
+			if k := g.released - h.start; k < len(lp.Bytes) {
+				lp.Bytes = lp.Bytes[:k]
+				lp.Token = string(lp.Bytes)
+			}
+			out = append(out, lp)
+			n++
+		}
+		break
+	}
+	g.lps = g.lps[n:]
+	if stopped {
+		g.lps = nil
+	}
+	return text, out, stopped
+}
+
+// push adds piece to the held bytes and releases what may be sent.
+func (g *TextGate) push(piece []byte) (string, bool) {
 	g.pending = append(g.pending, piece...)
 	cut := -1
 	for _, s := range g.stops {
@@ -70,9 +135,21 @@ func (g *TextGate) Push(piece []byte) (string, bool) {
 // Flush returns whatever is held back, at the end of generation. Invalid
 // UTF-8 is replaced with U+FFFD.
 func (g *TextGate) Flush() string {
+	out, _ := g.FlushLogprobs()
+	return out
+}
+
+// FlushLogprobs is Flush, with the logprobs of the tokens still held.
+func (g *TextGate) FlushLogprobs() (string, []TokenLogprob) {
 	out := validUTF8(g.pending)
 	g.pending = nil
-	return out
+	g.released += len(out)
+	var lps []TokenLogprob
+	for _, h := range g.lps {
+		lps = append(lps, h.lp)
+	}
+	g.lps = nil
+	return out, lps
 }
 
 // overlap is the length of the longest proper prefix of stop that is a

@@ -105,3 +105,50 @@ func FuzzTextGate(f *testing.F) {
 		}
 	})
 }
+
+// TestTextGateLogprobsJoinTheText: the logprobs a gate releases join into
+// exactly the text it releases, with a trimmed leading space, a stop
+// sequence split across tokens, and a flush at the end.
+func TestTextGateLogprobsJoinTheText(t *testing.T) {
+	for _, c := range []struct {
+		stops    []string
+		trim     bool
+		tokens   []string
+		wantText string
+	}{
+		{nil, true, []string{" The", " sky", " is"}, "The sky is"},
+		{[]string{"\nUser:"}, true, []string{" Hi", ".", "\n", "User", ":", " x"}, "Hi."},
+		{[]string{"END"}, false, []string{"a", "b", "E", "N"}, "abEN"},
+		{[]string{"END"}, false, []string{"a", "bE", "ND", "z"}, "ab"},
+		{nil, true, []string{" ", " Yes"}, "Yes"},
+	} {
+		g := NewTextGate(c.stops)
+		g.TrimLeft = c.trim
+		var text, joined string
+		stopped := false
+		for _, tok := range c.tokens {
+			out, lps, st := g.PushLogprob([]byte(tok), &TokenLogprob{Token: tok, Bytes: []byte(tok)})
+			text += out
+			for _, lp := range lps {
+				joined += lp.Token
+			}
+			if st {
+				stopped = true
+				break
+			}
+		}
+		if !stopped {
+			out, lps := g.FlushLogprobs()
+			text += out
+			for _, lp := range lps {
+				joined += lp.Token
+			}
+		}
+		if text != c.wantText {
+			t.Errorf("%q: text %q, want %q", c.tokens, text, c.wantText)
+		}
+		if joined != text {
+			t.Errorf("%q: logprob tokens join into %q, text %q", c.tokens, joined, text)
+		}
+	}
+}

@@ -563,17 +563,19 @@ func (e *Engine) sample(s *slot) {
 		return
 	}
 	s.generated++
-	var lps []inference.TokenLogprob
+	var tl *inference.TokenLogprob
 	if j.req.Logprobs {
 		lp, top := e.lctx.Logprobs(s.batchIdx, tok, j.req.TopLogprobs)
-		tl := e.tokenLogprob(tok, lp)
-		for _, t := range top {
-			tl.Top = append(tl.Top, e.tokenLogprob(t.Token, t.Logprob))
+		t := e.tokenLogprob(tok, lp)
+		for _, a := range top {
+			t.Top = append(t.Top, e.tokenLogprob(a.Token, a.Logprob))
 		}
-		lps = []inference.TokenLogprob{tl}
+		tl = &t
 	}
 	if e.model.IsEOG(tok) {
-		e.finish(s, inference.Event{Text: s.gate.Flush(), Logprobs: lps, Done: true, FinishReason: inference.FinishStop})
+		// The end token is not part of the answer, nor of its logprobs.
+		text, lps := s.gate.FlushLogprobs()
+		e.finish(s, inference.Event{Text: text, Logprobs: lps, Done: true, FinishReason: inference.FinishStop})
 		return
 	}
 	piece := e.model.Piece(tok, j.preserved[tok])
@@ -583,16 +585,21 @@ func (e *Engine) sample(s *slot) {
 		n, jsonDone = s.json.Feed(piece)
 		piece = piece[:n]
 	}
-	text, stopped := s.gate.Push(piece)
+	// The gate releases each token's logprob with the token's text, so the
+	// logprobs sent join into the content sent (a leading space trimmed or
+	// a stop sequence held back and cut leaves neither in either).
+	text, lps, stopped := s.gate.PushLogprob(piece, tl)
 	if stopped || jsonDone {
 		if !stopped {
-			text += s.gate.Flush()
+			rest, more := s.gate.FlushLogprobs()
+			text, lps = text+rest, append(lps, more...)
 		}
 		e.finish(s, inference.Event{Text: text, Logprobs: lps, Done: true, FinishReason: inference.FinishStop})
 		return
 	}
 	if (j.req.MaxTokens > 0 && s.generated >= j.req.MaxTokens) || len(s.cache)+1 >= e.nCtxSeq {
-		e.finish(s, inference.Event{Text: text + s.gate.Flush(), Logprobs: lps, Done: true, FinishReason: inference.FinishLength})
+		rest, more := s.gate.FlushLogprobs()
+		e.finish(s, inference.Event{Text: text + rest, Logprobs: append(lps, more...), Done: true, FinishReason: inference.FinishLength})
 		return
 	}
 	if text != "" || lps != nil {
