@@ -249,3 +249,70 @@ func TestToolCallsNativeFormat(t *testing.T) {
 	}
 	checkArgs(t, "native, streamed", typ, id, name, args, "")
 }
+
+// TestCompletionsSeveralPromptsAndN: /v1/completions takes an array of
+// prompts (strings, or arrays of token ids) and n, as OpenAI does: prompt
+// k's choices are k*n … k*n+n-1, plain and streamed, and usage counts each
+// prompt once.
+func TestCompletionsSeveralPromptsAndN(t *testing.T) {
+	e := newEnv(t, tinyStore(t, "tiny"), engine.Config{})
+	one := func(prompt any) int {
+		resp := e.post(context.Background(), "/v1/completions", map[string]any{"model": "tiny", "prompt": prompt, "max_tokens": 3})
+		defer resp.Body.Close()
+		var out struct {
+			Usage struct {
+				PromptTokens int `json:"prompt_tokens"`
+			} `json:"usage"`
+		}
+		json.NewDecoder(resp.Body).Decode(&out)
+		return out.Usage.PromptTokens
+	}
+	wantPrompt := one("Once upon") + one("A cat")
+	for _, prompt := range []any{[]string{"Once upon", "A cat"}} {
+		resp := e.post(context.Background(), "/v1/completions", map[string]any{"model": "tiny", "prompt": prompt, "n": 2, "max_tokens": 3, "temperature": 1, "seed": 7})
+		raw, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var out struct {
+			Choices []struct {
+				Index        int    `json:"index"`
+				FinishReason string `json:"finish_reason"`
+			} `json:"choices"`
+			Usage struct {
+				PromptTokens, CompletionTokens int
+			} `json:"usage"`
+		}
+		json.Unmarshal(raw, &out)
+		if resp.StatusCode != 200 || len(out.Choices) != 4 {
+			t.Fatalf("%v: %d %s", prompt, resp.StatusCode, raw)
+		}
+		for i, c := range out.Choices {
+			if c.Index != i || c.FinishReason == "" {
+				t.Fatalf("%v: choice %d: %s", prompt, i, raw)
+			}
+		}
+		var usage map[string]any
+		json.Unmarshal(raw, &struct{ Usage *map[string]any }{&usage})
+		if int(usage["prompt_tokens"].(float64)) != wantPrompt || int(usage["completion_tokens"].(float64)) != 12 {
+			t.Fatalf("usage %v, want %d prompt tokens and 12 completion tokens", usage, wantPrompt)
+		}
+	}
+	resp := e.post(context.Background(), "/v1/completions", map[string]any{"model": "tiny", "prompt": [][]int{{1, 5, 6}, {1, 7}}, "max_tokens": 3,
+		"stream": true, "stream_options": map[string]any{"include_usage": true}})
+	chunks, done := sseEvents(t, resp.Body)
+	resp.Body.Close()
+	finished := map[float64]bool{}
+	usage := 0
+	for _, ch := range chunks {
+		for _, c := range ch["choices"].([]any) {
+			if c := c.(map[string]any); c["finish_reason"] != nil {
+				finished[c["index"].(float64)] = true
+			}
+		}
+		if u, ok := ch["usage"].(map[string]any); ok {
+			usage = int(u["prompt_tokens"].(float64))
+		}
+	}
+	if !done || len(finished) != 2 || !finished[0] || !finished[1] || usage != 5 {
+		t.Fatalf("streamed token prompts: finished %v, prompt tokens %d, done %v", finished, usage, done)
+	}
+}

@@ -179,59 +179,99 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
 	if req.Grounded() {
 		return s.groundedCompletion(w, r, &req)
 	}
-	native, err := req.Native()
+	natives, err := req.NativeAll()
 	if err != nil {
 		return err
-	}
-	if req.Choices() > 1 {
-		return apierr.Invalid("n", "n > 1 is supported on /v1/chat/completions; send one request per completion here")
 	}
 	m, err := s.model(w, r, req.Model, "completions")
 	if err != nil {
 		return err
 	}
-	if err := limit(m, &native); err != nil {
-		return err
+	for i := range natives {
+		if err := limit(m, &natives[i]); err != nil {
+			return err
+		}
+		natives[i].Model, natives[i].Stream = m.ID, req.Stream
 	}
-	req.Model, native.Model, native.Stream = m.ID, m.ID, req.Stream
+	req.Model = m.ID
 	ctx, cancel := withTimeout(r)
 	defer cancel()
-	stream, err := s.complete(ctx, native, true)
-	if err != nil {
-		return err
+	// One generation per prompt and choice: prompt k's choices are
+	// k*n … k*n+n-1, as OpenAI numbers them.
+	n := req.Choices()
+	var streams []inference.Stream
+	defer func() {
+		for _, st := range streams {
+			st.Close()
+		}
+	}()
+	for _, nat := range natives {
+		sts, err := s.completeN(ctx, nat, n)
+		if err != nil {
+			return err
+		}
+		streams = append(streams, sts...)
 	}
-	defer stream.Close()
+	logprobs := natives[0].Logprobs
 	if !req.Stream {
-		out, err := openai.CollectText(stream, req.Model, native.Logprobs)
+		out, err := openai.CollectTexts(streams, n, req.Model, logprobs)
 		if err != nil {
 			return err
 		}
 		return writeJSON(w, http.StatusOK, out)
 	}
 	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
-	ts := openai.NewTextStream(req.Model, includeUsage, native.Logprobs)
-	first, err := stream.Recv()
-	if err != nil {
-		return err
+	ts := openai.NewTextStream(req.Model, includeUsage, logprobs)
+	events := merge(ctx, streams)
+	// Wait for the first event before committing to a 200, so that errors
+	// the runner reports at once get a real status.
+	first, ok := <-events
+	if !ok {
+		return ctx.Err()
+	}
+	if first.err != nil {
+		return first.err
 	}
 	out := startSSE(w)
+	var total inference.Usage
 	for ev := first; ; {
-		for _, c := range ts.Chunks(ev) {
-			if err := out.send(c); err != nil {
-				return err
+		if ev.err != nil {
+			return out.fail(ev.err)
+		}
+		for _, c := range ts.ChoiceChunks(ev.Event, ev.index) {
+			if err := out.write(c); err != nil {
+				return err // client went away; closing the streams cancels generation
 			}
 		}
-		if ev.Done {
-			return out.done()
+		if ev.Done && ev.Usage != nil {
+			if ev.index%n == 0 {
+				total.PromptTokens += ev.Usage.PromptTokens
+				total.CachedTokens += ev.Usage.CachedTokens
+			}
+			total.CompletionTokens += ev.Usage.CompletionTokens
 		}
-		ev, err = stream.Recv()
-		if errors.Is(err, io.EOF) {
-			return out.done()
+		var ok bool
+		select {
+		case ev, ok = <-events:
+		default:
+			if err := out.flush(); err != nil {
+				return err
+			}
+			ev, ok = <-events
 		}
-		if err != nil {
-			return out.fail(err)
+		if !ok {
+			break
 		}
 	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if includeUsage {
+		if err := out.send(ts.UsageChunk(openai.NewUsage(&total))); err != nil {
+			return err
+		}
+	}
+	return out.done()
 }
 
 func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) error {

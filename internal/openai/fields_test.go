@@ -2,6 +2,7 @@ package openai
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -60,5 +61,54 @@ func TestEmbeddingTokenIDsSayWhy(t *testing.T) {
 	r := EmbeddingRequest{Model: "e", Input: []byte(`{"a":1}`)}
 	if _, err := r.Native(); err == nil || strings.Contains(err.Error(), "token ids") {
 		t.Errorf("an object: %v", err)
+	}
+}
+
+func TestCompletionSeveralPrompts(t *testing.T) {
+	for _, c := range []struct {
+		prompt string
+		n      int
+		want   []string // prompt text, or "#k" for k token ids
+		param  string
+	}{
+		{`"hi"`, 1, []string{"hi"}, ""},
+		{`["hi"]`, 1, []string{"hi"}, ""},
+		{`["a", "b"]`, 1, []string{"a", "b"}, ""},
+		{`[1, 2, 3]`, 1, []string{"#3"}, ""},
+		{`[[1, 2, 3], [4]]`, 1, []string{"#3", "#1"}, ""},
+		{`[["x"], [4]]`, 1, nil, "prompt"},
+		{`["a", ""]`, 1, nil, ""},
+		{`[]`, 1, nil, "prompt"},
+	} {
+		r := CompletionRequest{Model: "m", Prompt: []byte(c.prompt)}
+		got, err := r.NativeAll()
+		if c.param != "" {
+			var ae *apierr.Error
+			if !errors.As(err, &ae) || !strings.HasPrefix(ae.Param, c.param) {
+				t.Errorf("%s: %v, want a 400 on %s", c.prompt, err, c.param)
+			}
+			continue
+		}
+		if c.want == nil {
+			continue
+		}
+		if err != nil || len(got) != len(c.want) {
+			t.Errorf("%s: %d requests, %v", c.prompt, len(got), err)
+			continue
+		}
+		for i, w := range c.want {
+			if w[0] == '#' {
+				if strings.TrimPrefix(w, "#") != strconv.Itoa(len(got[i].Tokens)) {
+					t.Errorf("%s[%d]: %d tokens, want %s", c.prompt, i, len(got[i].Tokens), w)
+				}
+			} else if got[i].Prompt != w {
+				t.Errorf("%s[%d]: %q", c.prompt, i, got[i].Prompt)
+			}
+		}
+	}
+	n := 40
+	r := CompletionRequest{Model: "m", Prompt: []byte(`["a", "b"]`), Sampling: Sampling{N: &n}}
+	if _, err := r.NativeAll(); err == nil {
+		t.Error("2 prompts x n=40 accepted")
 	}
 }

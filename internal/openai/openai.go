@@ -347,6 +347,66 @@ func (r *ChatRequest) Native() (inference.CompletionRequest, error) {
 	return out, nil
 }
 
+// MaxPrompts bounds the prompts of one completion request times n: each
+// is a generation of its own. (LangChain's completion client sends up to
+// 20 prompts per request.)
+const MaxPrompts = 64
+
+// NativeAll validates r and converts it to one native request per prompt:
+// prompt may be a string, an array of strings, an array of token ids, or
+// an array of arrays of token ids (OpenAI's four forms).
+func (r *CompletionRequest) NativeAll() ([]inference.CompletionRequest, error) {
+	p := bytes.TrimSpace(r.Prompt)
+	// (A failed Unmarshal can leave a partly filled slice: decode into
+	// fresh ones and keep only a success.)
+	var strs []string
+	var lists [][]int32
+	if len(p) > 0 && p[0] == '[' {
+		var ss []string
+		var ls [][]int32
+		if json.Unmarshal(p, &ss) == nil && len(ss) > 1 {
+			strs = ss
+		} else if json.Unmarshal(p, &ls) == nil && len(ls) > 0 {
+			lists = ls
+		}
+	}
+	switch {
+	case strs != nil, lists != nil:
+	default:
+		one, err := r.Native()
+		if err != nil {
+			return nil, err
+		}
+		return []inference.CompletionRequest{one}, nil
+	}
+	n := len(strs)
+	if n == 0 {
+		n = len(lists)
+	}
+	if n*r.Choices() > MaxPrompts {
+		return nil, apierr.Invalid("prompt", fmt.Sprintf("at most %d prompts times n per request", MaxPrompts))
+	}
+	out := make([]inference.CompletionRequest, n)
+	for i := range out {
+		sub := *r
+		if strs != nil {
+			sub.Prompt, _ = json.Marshal(strs[i])
+		} else {
+			sub.Prompt, _ = json.Marshal(lists[i])
+		}
+		one, err := sub.Native()
+		if err != nil {
+			var ae *apierr.Error
+			if errors.As(err, &ae) && ae.Param == "prompt" {
+				ae.Param = fmt.Sprintf("prompt[%d]", i)
+			}
+			return nil, err
+		}
+		out[i] = one
+	}
+	return out, nil
+}
+
 // Native validates r and converts it to a native request. Prompt may be a
 // string, an array with one string, or an array of token ids.
 func (r *CompletionRequest) Native() (inference.CompletionRequest, error) {
@@ -370,7 +430,7 @@ func (r *CompletionRequest) Native() (inference.CompletionRequest, error) {
 		} else if json.Unmarshal(p, &toks) == nil && len(toks) > 0 {
 			out.Tokens = toks
 		} else {
-			return out, apierr.Invalid("prompt", "'prompt' must be a string, an array of one string, or an array of token ids")
+			return out, apierr.Invalid("prompt", "'prompt' must be a string, an array of strings, an array of token ids, or an array of arrays of token ids")
 		}
 	}
 	if err := r.Sampling.apply(&out, r.MaxTokens); err != nil {

@@ -167,7 +167,7 @@ type TextStream struct {
 	Created      int64
 	IncludeUsage bool
 	Logprobs     bool
-	offset       int
+	offsets      map[int]*int // text offset of each choice, for logprobs
 }
 
 // NewTextStream starts a text completion stream.
@@ -181,6 +181,18 @@ func (t *TextStream) chunk(choices []TextChoice) TextCompletion {
 
 // Chunks renders one native event.
 func (t *TextStream) Chunks(ev inference.Event) []TextCompletion {
+	out := t.ChoiceChunks(ev, 0)
+	if ev.Done && t.IncludeUsage {
+		u := t.chunk([]TextChoice{})
+		u.Usage = NewUsage(ev.Usage)
+		out = append(out, u)
+	}
+	return out
+}
+
+// ChoiceChunks renders one native event of choice index (a stream of
+// several prompts or n > 1; the usage chunk is the caller's).
+func (t *TextStream) ChoiceChunks(ev inference.Event, index int) []TextCompletion {
 	var out []TextCompletion
 	var fr *string
 	if ev.Done {
@@ -188,16 +200,17 @@ func (t *TextStream) Chunks(ev inference.Event) []TextCompletion {
 		fr = &r
 	}
 	if ev.Text != "" || ev.Done {
-		ch := TextChoice{Text: ev.Text, FinishReason: fr}
+		ch := TextChoice{Index: index, Text: ev.Text, FinishReason: fr}
 		if t.Logprobs {
-			ch.Logprobs = textLogprobs(ev.Logprobs, &t.offset)
+			if t.offsets == nil {
+				t.offsets = map[int]*int{}
+			}
+			if t.offsets[index] == nil {
+				t.offsets[index] = new(int)
+			}
+			ch.Logprobs = textLogprobs(ev.Logprobs, t.offsets[index])
 		}
 		out = append(out, t.chunk([]TextChoice{ch}))
-	}
-	if ev.Done && t.IncludeUsage {
-		u := t.chunk([]TextChoice{})
-		u.Usage = NewUsage(ev.Usage)
-		out = append(out, u)
 	}
 	return out
 }
@@ -232,31 +245,49 @@ func textLogprobs(lps []inference.TokenLogprob, offset *int) *TextLogprobs {
 
 // CollectText reads a whole native stream into a text completion.
 func CollectText(s inference.Stream, model string, logprobs bool) (TextCompletion, error) {
-	var sb strings.Builder
-	var lps []inference.TokenLogprob
+	return CollectTexts([]inference.Stream{s}, 1, model, logprobs)
+}
+
+// CollectTexts reads whole native streams into one text completion: the
+// streams of prompt k are k*n … k*n+n-1, and so are their choice indexes.
+// Usage counts each prompt once and every completion.
+func CollectTexts(streams []inference.Stream, n int, model string, logprobs bool) (TextCompletion, error) {
 	t := NewTextStream(model, false, logprobs)
 	out := t.chunk(nil)
-	for {
-		ev, err := s.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return out, err
-		}
-		sb.WriteString(ev.Text)
-		lps = append(lps, ev.Logprobs...)
-		if ev.Done {
+	var total inference.Usage
+	for i, s := range streams {
+		var sb strings.Builder
+		var lps []inference.TokenLogprob
+		for {
+			ev, err := s.Recv()
+			if errors.Is(err, io.EOF) {
+				return out, io.ErrUnexpectedEOF
+			}
+			if err != nil {
+				return out, err
+			}
+			sb.WriteString(ev.Text)
+			lps = append(lps, ev.Logprobs...)
+			if !ev.Done {
+				continue
+			}
 			fr := ev.FinishReason
-			ch := TextChoice{Text: sb.String(), FinishReason: &fr}
+			ch := TextChoice{Index: i, Text: sb.String(), FinishReason: &fr}
 			if logprobs {
 				off := 0
 				ch.Logprobs = textLogprobs(lps, &off)
 			}
-			out.Choices = []TextChoice{ch}
-			out.Usage = NewUsage(ev.Usage)
-			return out, nil
+			out.Choices = append(out.Choices, ch)
+			if u := ev.Usage; u != nil {
+				if i%n == 0 {
+					total.PromptTokens += u.PromptTokens
+					total.CachedTokens += u.CachedTokens
+				}
+				total.CompletionTokens += u.CompletionTokens
+			}
+			break
 		}
 	}
-	return out, io.ErrUnexpectedEOF
+	out.Usage = NewUsage(&total)
+	return out, nil
 }
