@@ -16,6 +16,11 @@
 //     ("… in 1872.[2]");
 //   - with citations off, every marker is removed.
 //
+// A marker also needs the sentence's checkable facts, its numbers and the
+// names it capitalises, to appear in a source it cites: otherwise it is
+// dropped (and a sentence that reads like a source is not given one), and
+// the sentence is listed by [Writer.Unsupported].
+//
 // "Clearly supported" is lexical: the content words the sentence shares
 // with the source, weighted by how rare each word is among the sources,
 // make up at least a third of the sentence's weight and at least two
@@ -125,10 +130,31 @@ type Writer struct {
 	idf   map[string]float64
 
 	out      strings.Builder // everything returned so far
+	outRunes int             // characters in out
 	pending  string          // held back: a possible marker or trailing white space
 	sentence strings.Builder // the current sentence's text so far (markers excluded)
+	sentAt   int             // character offset in out where the sentence began
 	marked   bool            // the current sentence has a marker
 	closing  bool            // the current sentence ended; it closes at the next non-space
+	// unsupported are the sentences whose markers were dropped because a
+	// fact they state is in none of the sources they cited.
+	unsupported []Span
+	// prev is the sentence a marker settled last, until new text starts
+	// another: a marker that follows at once (whether or not the end of
+	// the sentence was seen in between) belongs to it too. prevDropped
+	// says its marker was dropped.
+	prev        string
+	prevDropped bool
+	// afterTerminal: the last text ended with . ! or ?, and whether the
+	// sentence ended there depends on the next character (a space).
+	afterTerminal bool
+}
+
+// Span is a part of the answer: character offsets, End exclusive.
+type Span struct {
+	Start int    `json:"start"`
+	End   int    `json:"end"`
+	Text  string `json:"text"`
 }
 
 // NewWriter returns a Writer for an answer drawing on srcs; with cite false
@@ -172,11 +198,19 @@ func (w *Writer) drain(final bool) string {
 	p := w.pending
 	for len(p) > 0 {
 		r, size := utf8.DecodeRuneInString(p)
+		if w.afterTerminal {
+			w.afterTerminal = false
+			if unicode.IsSpace(r) {
+				w.endSentence()
+			}
+		}
 		switch {
 		case r == '[':
 			end := strings.IndexByte(p, ']')
-			if end < 0 {
-				if !final && len(p) < maxMarker && markerPrefix(p[1:]) {
+			// A marker is at most maxMarker long, whether it arrives in one
+			// piece or not.
+			if end < 0 || end >= maxMarker {
+				if end < 0 && !final && len(p) < maxMarker && markerPrefix(p[1:]) {
 					w.pending = p
 					return w.out.String()[start:]
 				}
@@ -206,7 +240,7 @@ func (w *Writer) drain(final bool) string {
 				if end := strings.IndexByte(p, ']'); end < 0 && !final && len(p) < maxMarker && markerPrefix(p[1:]) {
 					w.pending = ws + p
 					return w.out.String()[start:]
-				} else if end > 0 {
+				} else if end > 0 && end < maxMarker {
 					if _, ok := parseMarker(p[1:end]); ok {
 						continue // the space before a marker is dropped
 					}
@@ -223,13 +257,22 @@ func (w *Writer) drain(final bool) string {
 			}
 			w.text(p[:size])
 			p = p[size:]
-			if isTerminal(r) && (len(p) == 0 || startsWithSpace(p)) {
+			switch {
+			case !isTerminal(r):
+			case len(p) == 0 && !final:
+				// The next text decides (as it would in one piece).
+				w.afterTerminal = true
+			case len(p) == 0 || startsWithSpace(p):
 				w.endSentence()
 			}
 		}
 	}
 	w.pending = ""
 	if final {
+		if w.afterTerminal {
+			w.afterTerminal = false
+			w.endSentence()
+		}
 		w.closeSentence()
 	}
 	return w.out.String()[start:]
@@ -269,10 +312,19 @@ func parseMarker(s string) ([]int, bool) {
 }
 
 // emit returns text to the client as it is.
-func (w *Writer) emit(s string) { w.out.WriteString(s) }
+func (w *Writer) emit(s string) {
+	w.out.WriteString(s)
+	w.outRunes += utf8.RuneCountInString(s)
+}
 
 // text emits answer text that belongs to the current sentence.
 func (w *Writer) text(s string) {
+	if w.sentence.Len() == 0 {
+		w.sentAt = w.outRunes
+	}
+	if strings.TrimSpace(s) != "" {
+		w.prev = ""
+	}
 	w.sentence.WriteString(s)
 	w.emit(s)
 }
@@ -293,7 +345,13 @@ func (w *Writer) closeSentence() {
 	}
 	if w.cite && !w.marked {
 		if best, _ := w.best(w.sentence.String()); best >= 0 {
-			w.writeMarker([]int{best + 1})
+			if w.factsHold(w.sentence.String(), []int{best + 1}) {
+				w.writeMarker([]int{best + 1})
+			} else {
+				// It reads like the source but states what the source
+				// does not: no marker, and listed.
+				w.unsupported = append(w.unsupported, w.sentenceSpan())
+			}
 		}
 	}
 	w.sentence.Reset()
@@ -315,6 +373,13 @@ func (w *Writer) marker(nums []int) {
 		return
 	}
 	sent := w.sentence.String()
+	if strings.TrimSpace(sent) == "" && w.prev != "" {
+		// Another marker for the sentence just settled.
+		if w.prevDropped {
+			return
+		}
+		sent = w.prev
+	}
 	supported := false
 	for _, n := range valid {
 		if w.support(sent, n-1) > 0 {
@@ -326,11 +391,19 @@ func (w *Writer) marker(nums []int) {
 			valid = []int{best + 1}
 		}
 	}
-	w.writeMarker(valid)
+	dropped := !w.factsHold(sent, valid)
+	if !dropped {
+		w.writeMarker(valid)
+	} else if !w.marked && strings.TrimSpace(w.sentence.String()) != "" {
+		// A number or name of the sentence is in none of its sources: the
+		// marker would vouch for something the sources do not say.
+		w.unsupported = append(w.unsupported, w.sentenceSpan())
+	}
 	w.marked = true
-	// A marker after the sentence's end belongs to it; the sentence is
-	// settled.
-	if w.closing {
+	w.prev, w.prevDropped = sent, dropped
+	// A marker after the sentence's end (seen, or the sentence's last
+	// character is . ! ?) belongs to it; the sentence is settled.
+	if r, _ := utf8.DecodeLastRuneInString(strings.TrimSpace(w.sentence.String())); w.closing || isTerminal(r) {
 		w.sentence.Reset()
 		w.marked, w.closing = false, false
 	}
@@ -399,6 +472,95 @@ func (w *Writer) best(sentence string) (int, float64) {
 		}
 	}
 	return best, bestScore
+}
+
+// sentenceSpan is the current sentence's span in the answer, without the
+// white space around it.
+func (w *Writer) sentenceSpan() Span {
+	text := w.sentence.String()
+	lead := utf8.RuneCountInString(text) - utf8.RuneCountInString(strings.TrimLeftFunc(text, unicode.IsSpace))
+	text = strings.TrimSpace(text)
+	start := w.sentAt + lead
+	return Span{Start: start, End: start + utf8.RuneCountInString(text), Text: text}
+}
+
+// Unsupported lists the sentences whose markers were dropped, or that were
+// not given one, because a number or name they state is in none of the
+// sources. Call it after Flush.
+func (w *Writer) Unsupported() []Span {
+	if w.unsupported == nil {
+		return []Span{}
+	}
+	return w.unsupported
+}
+
+// factsHold reports whether every checkable fact of sentence (see facts)
+// appears in at least one of the numbered sources.
+func (w *Writer) factsHold(sentence string, nums []int) bool {
+	fs := facts(sentence)
+	if len(fs) == 0 {
+		return true
+	}
+	var have []map[string]bool
+	for _, n := range nums {
+		if n >= 1 && n <= len(w.srcs) {
+			src := w.srcs[n-1]
+			have = append(have, factWords(src.Title+" "+src.Text))
+		}
+	}
+	for _, f := range fs {
+		found := false
+		for _, h := range have {
+			if h[f] {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// facts returns what a sentence states that can be checked against a
+// source word for word: its numbers (digit runs, as in "1872" or the 1900
+// of "1900-year-old") and the names it writes with a capital letter after
+// its first word, lower-cased.
+func facts(sentence string) []string {
+	var out []string
+	first := true
+	for _, f := range strings.FieldsFunc(sentence, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		r, _ := utf8.DecodeRuneInString(f)
+		switch {
+		case unicode.IsDigit(r):
+			for _, d := range digitRuns(f) {
+				out = append(out, d)
+			}
+		case !first && unicode.IsUpper(r) && utf8.RuneCountInString(f) > 1:
+			out = append(out, strings.ToLower(f))
+		}
+		first = false
+	}
+	return out
+}
+
+// digitRuns returns the runs of digits in s.
+func digitRuns(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsDigit(r) })
+}
+
+// factWords is the set facts are looked up in: a source's lower-cased
+// words and digit runs.
+func factWords(s string) map[string]bool {
+	out := map[string]bool{}
+	for _, f := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		out[f] = true
+		for _, d := range digitRuns(f) {
+			out[d] = true
+		}
+	}
+	return out
 }
 
 // Citations lists the answer's citations: for each run of markers, the

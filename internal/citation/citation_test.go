@@ -164,3 +164,50 @@ func FuzzWriter(f *testing.F) {
 		}
 	})
 }
+
+// TestFactsMustBeInTheCitedSource: a cited sentence whose numbers or names
+// are in none of its sources loses its marker and is listed as
+// unsupported, with offsets into the answer; facts that are there keep it.
+func TestFactsMustBeInTheCitedSource(t *testing.T) {
+	for _, c := range []struct {
+		in, want    string
+		unsupported []string
+	}{
+		{"The coolant is purple.[1] The zorblat engine is a 1900-year-old engine.[1]",
+			"The coolant is purple.[1] The zorblat engine is a 1900-year-old engine.", []string{"The zorblat engine is a 1900-year-old engine."}},
+		{"It was first built in 1872.[1] It was first built in Qarth.[1]",
+			"It was first built in 1872.[1] It was first built in Qarth.[1]", nil},
+		{"The zorblat engine was first built in Paris.[1]", "The zorblat engine was first built in Paris.", []string{"The zorblat engine was first built in Paris."}},
+		// Unmarked: a sentence that reads like a source is not given its
+		// marker when its facts are not there, and is listed.
+		{"The zorblat engine runs on purple coolant since 1999.", "The zorblat engine runs on purple coolant since 1999.", []string{"The zorblat engine runs on purple coolant since 1999."}},
+		{"The zorblat engine runs on purple coolant.", "The zorblat engine runs on purple coolant.[1]", nil},
+	} {
+		for size := 0; size <= 5; size++ {
+			w := NewWriter(srcs, true)
+			var out string
+			if size == 0 {
+				out = w.Write(c.in)
+			} else {
+				for i := 0; i < len(c.in); i += size {
+					out += w.Write(c.in[i:min(i+size, len(c.in))])
+				}
+			}
+			out += w.Flush()
+			if out != c.want {
+				t.Fatalf("%q (chunks of %d): %q, want %q", c.in, size, out, c.want)
+			}
+			runes := []rune(out)
+			var got []string
+			for _, u := range w.Unsupported() {
+				if string(runes[u.Start:u.End]) != u.Text {
+					t.Fatalf("%q: span [%d,%d) %q does not slice the answer", c.in, u.Start, u.End, u.Text)
+				}
+				got = append(got, u.Text)
+			}
+			if strings.Join(got, "|") != strings.Join(c.unsupported, "|") {
+				t.Fatalf("%q (chunks of %d): unsupported %q, want %q", c.in, size, got, c.unsupported)
+			}
+		}
+	}
+}

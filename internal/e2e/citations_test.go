@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -115,6 +116,7 @@ func TestAnswersWithCitations(t *testing.T) {
 			t.Fatalf("%q: no citations in %q", q, answer)
 		}
 		checkOffsets(t, answer, a)
+		checkFacts(t, a)
 		src := a.Citations[0].Sources[0]
 		if src.DocumentID != docs[want] || src.Title != want || src.URL != "https://example.test/"+want || src.CollectionID != colID ||
 			!strings.HasPrefix(src.ChunkID, "chunk_") || !strings.Contains(facts[want], src.Snippet) {
@@ -311,5 +313,72 @@ func TestUploadPDF(t *testing.T) {
 	hits := e.json("POST", "/v1/collections/"+colID+"/search", map[string]any{"query": "What does the lighthouse of Ostra burn?"}, 200)["data"].([]any)
 	if len(hits) == 0 || !strings.Contains(fmt.Sprint(hits[0].(map[string]any)["text"]), "copper lighthouse of Ostra") {
 		t.Fatalf("PDF text not found: %v", hits)
+	}
+}
+
+var digitRun = regexp.MustCompile(`[0-9]+`)
+
+// checkFacts fails when a cited span states a number that none of its
+// sources holds (the writer drops such markers).
+func checkFacts(t *testing.T, a citedAnswer) {
+	t.Helper()
+	for _, c := range a.Citations {
+		for _, d := range digitRun.FindAllString(c.Text, -1) {
+			found := false
+			for _, s := range c.Sources {
+				if slices.Contains(digitRun.FindAllString(s.Snippet, -1), d) {
+					found = true
+				}
+			}
+			if !found {
+				t.Fatalf("citation %q cites sources without %s", c.Text, d)
+			}
+		}
+	}
+}
+
+// TestCitationsHoldFacts asks the README's question over the README's
+// document: every cited span's numbers are in its source, and a sentence
+// of the answer that states a number the source does not have (the
+// default model likes to add "1900-year-old") is not cited but listed
+// under unsupported, with offsets that slice the answer.
+func TestCitationsHoldFacts(t *testing.T) {
+	e := newEnv(t, defaultStore(t), engine.Config{CtxPerSlot: 2048})
+	resp := e.request(e.key, "POST", "/v1/completions", map[string]any{"model": "gemma3-270m", "citations": true, "temperature": 0, "max_tokens": 60,
+		"messages": []map[string]string{{"role": "user", "content": "What coolant does the zorblat engine run on?"}},
+		"sources":  map[string]any{"documents": []map[string]string{{"id": "engines", "title": "Engines", "text": "The zorblat engine runs on purple coolant and was first built in Qarth in 1872."}}}})
+	defer resp.Body.Close()
+	var a struct {
+		citedAnswer
+		Unsupported []struct {
+			Start, End int
+			Text       string
+		} `json:"unsupported"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%d %v", resp.StatusCode, err)
+	}
+	answer := a.Choices[0].Message.Content
+	checkOffsets(t, answer, a.citedAnswer)
+	checkFacts(t, a.citedAnswer)
+	runes := []rune(answer)
+	for _, u := range a.Unsupported {
+		if u.Start < 0 || u.End > len(runes) || string(runes[u.Start:u.End]) != u.Text {
+			t.Fatalf("unsupported span %+v does not slice %q", u, answer)
+		}
+	}
+	t.Logf("answer %q, unsupported %v", answer, a.Unsupported)
+	// Every "1900" of the answer is inside an unsupported span.
+	for i := 0; i+4 <= len(runes); i++ {
+		if string(runes[i:i+4]) != "1900" {
+			continue
+		}
+		covered := false
+		for _, u := range a.Unsupported {
+			covered = covered || u.Start <= i && i+4 <= u.End
+		}
+		if !covered {
+			t.Fatalf("the 1900 at %d of %q is not in an unsupported span: %+v", i, answer, a.Unsupported)
+		}
 	}
 }

@@ -100,9 +100,9 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 			}
 			switch v := resp.(type) {
 			case *openai.CitedTextCompletion:
-				v.Citations = cits
+				v.Citations, v.Unsupported = cits, cw.Unsupported()
 			case *openai.CitedChatCompletion:
-				v.Citations = cits
+				v.Citations, v.Unsupported = cits, cw.Unsupported()
 			}
 		}
 		return writeJSON(w, http.StatusOK, resp)
@@ -145,7 +145,7 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 		if err := s.recordLinks(ctx, r, form.id, m.ID, cits); err != nil {
 			return out.fail(err)
 		}
-		if err := out.send(form.citations(cits)); err != nil {
+		if err := out.send(form.citations(cits, cw.Unsupported())); err != nil {
 			return err
 		}
 	}
@@ -163,7 +163,7 @@ type streamForm struct {
 	id        string
 	first     []any // chunks before the text
 	chunks    func(inference.Event) []any
-	citations func([]citation.Citation) any
+	citations func([]citation.Citation, []citation.Span) any
 	usage     func(*openai.Usage) any
 }
 
@@ -172,13 +172,13 @@ func newStreamForm(text bool, model string) streamForm {
 		ts := openai.NewTextStream(model, false, false)
 		return streamForm{id: ts.ID,
 			chunks:    func(ev inference.Event) []any { return anys(ts.Chunks(ev)) },
-			citations: func(c []citation.Citation) any { return ts.CitationsChunk(c) },
+			citations: func(c []citation.Citation, u []citation.Span) any { return ts.CitationsChunk(c, u) },
 			usage:     func(u *openai.Usage) any { return ts.UsageChunk(u) }}
 	}
 	cs := openai.NewChatStream(model, false, false)
 	return streamForm{id: cs.ID, first: []any{cs.First(0)},
 		chunks:    func(ev inference.Event) []any { return anys(cs.Chunks(ev, 0)) },
-		citations: func(c []citation.Citation) any { return cs.CitationsChunk(c) },
+		citations: func(c []citation.Citation, u []citation.Span) any { return cs.CitationsChunk(c, u) },
 		usage:     func(u *openai.Usage) any { return cs.UsageChunk(u) }}
 }
 

@@ -197,6 +197,9 @@ var Now = time.Now
 type CitedChatCompletion struct {
 	ChatCompletion
 	Citations []citation.Citation `json:"citations,omitempty"`
+	// Unsupported lists the sentences left without a marker because a
+	// number or name they state is in none of the sources.
+	Unsupported []citation.Span `json:"unsupported,omitempty"`
 }
 
 // CitedTextCompletion is a text completion with the citations of its
@@ -204,12 +207,14 @@ type CitedChatCompletion struct {
 // of a stream that carries them.
 type CitedTextCompletion struct {
 	TextCompletion
-	Citations []citation.Citation `json:"citations,omitempty"`
+	Citations   []citation.Citation `json:"citations,omitempty"`
+	Unsupported []citation.Span     `json:"unsupported,omitempty"`
 }
 
 // CitationsChunk is the chunk of a streamed answer with sources that
 // carries its citations, after the last text and before [DONE].
 type CitationsChunk struct {
 	ChatChunk
-	Citations []citation.Citation `json:"citations"`
+	Citations   []citation.Citation `json:"citations"`
+	Unsupported []citation.Span     `json:"unsupported,omitempty"`
 }

@@ -88,8 +88,8 @@ func addToolCalls(calls []ToolCallParam, ds []inference.ToolCallDelta) []ToolCal
 }
 
 // CitationsChunk returns the chunk that carries an answer's citations.
-func (c *ChatStream) CitationsChunk(cits []citation.Citation) CitationsChunk {
-	return CitationsChunk{ChatChunk: c.chunk([]ChunkChoice{}), Citations: cits}
+func (c *ChatStream) CitationsChunk(cits []citation.Citation, unsupported []citation.Span) CitationsChunk {
+	return CitationsChunk{ChatChunk: c.chunk([]ChunkChoice{}), Citations: cits, Unsupported: unsupported}
 }
 
 // UsageChunk is the final chunk (with include_usage) holding the usage of
@@ -223,8 +223,8 @@ func (t *TextStream) UsageChunk(u *Usage) TextCompletion {
 }
 
 // CitationsChunk returns the chunk that carries an answer's citations.
-func (t *TextStream) CitationsChunk(cits []citation.Citation) CitedTextCompletion {
-	return CitedTextCompletion{TextCompletion: t.chunk([]TextChoice{}), Citations: cits}
+func (t *TextStream) CitationsChunk(cits []citation.Citation, unsupported []citation.Span) CitedTextCompletion {
+	return CitedTextCompletion{TextCompletion: t.chunk([]TextChoice{}), Citations: cits, Unsupported: unsupported}
 }
 
 func textLogprobs(lps []inference.TokenLogprob, offset *int) *TextLogprobs {
