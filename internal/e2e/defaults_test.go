@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -20,18 +18,7 @@ import (
 // pulling any that are missing.
 func defaultStore(t *testing.T) *models.Store {
 	t.Helper()
-	dir := os.Getenv("SOVEREIGN_TEST_MODELS_DIR")
-	if dir == "" {
-		dir = filepath.Join(testutil.RepoRoot(), "data", "models")
-	}
-	store, err := models.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := models.EnsureDefaults(context.Background(), store, os.Stderr); err != nil {
-		t.Fatalf("fetching the default models: %v", err)
-	}
-	return store
+	return testutil.DefaultModels(t)
 }
 
 func TestDefaultChatModelKnowsTheCapitalOfFrance(t *testing.T) {

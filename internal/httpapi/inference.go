@@ -73,20 +73,42 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	usages := make([]*inference.Usage, len(streams))
+	err = relay(ctx, out, first, events, func(ev indexedEvent) []any {
+		if ev.Done {
+			usages[ev.index] = ev.Usage
+		}
+		var chunks []any
+		for _, c := range cs.Chunks(ev.Event, ev.index) {
+			chunks = append(chunks, c)
+		}
+		return chunks
+	})
+	if err != nil {
+		return err
+	}
+	if includeUsage {
+		if err := out.send(cs.UsageChunk(openai.SumUsage(usages))); err != nil {
+			return err
+		}
+	}
+	return out.done()
+}
+
+// relay writes the chunks render makes of each merged event, from first
+// on, until the streams end: chunks already waiting go out in one write,
+// and the stream is flushed whenever the next event is not there yet, so
+// nothing is held back. It returns the context's error if the request
+// ended early.
+func relay(ctx context.Context, out *sse, first indexedEvent, events <-chan indexedEvent, render func(indexedEvent) []any) error {
 	for ev := first; ; {
 		if ev.err != nil {
 			return out.fail(ev.err)
 		}
-		for _, c := range cs.Chunks(ev.Event, ev.index) {
+		for _, c := range render(ev) {
 			if err := out.write(c); err != nil {
 				return err // client went away; closing the streams cancels generation
 			}
 		}
-		if ev.Done {
-			usages[ev.index] = ev.Usage
-		}
-		// Chunks already waiting go out in one write; the stream is flushed
-		// whenever the next event is not there yet, so nothing is held back.
 		var ok bool
 		select {
 		case ev, ok = <-events:
@@ -100,15 +122,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 			break
 		}
 	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	if includeUsage {
-		if err := out.send(cs.UsageChunk(openai.SumUsage(usages))); err != nil {
-			return err
-		}
-	}
-	return out.done()
+	return ctx.Err()
 }
 
 // completeN starts n generations of req (n choices); with a seed, choice i
@@ -234,15 +248,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := startSSE(w)
 	var total inference.Usage
-	for ev := first; ; {
-		if ev.err != nil {
-			return out.fail(ev.err)
-		}
-		for _, c := range ts.ChoiceChunks(ev.Event, ev.index) {
-			if err := out.write(c); err != nil {
-				return err // client went away; closing the streams cancels generation
-			}
-		}
+	err = relay(ctx, out, first, events, func(ev indexedEvent) []any {
 		if ev.Done && ev.Usage != nil {
 			if ev.index%n == 0 {
 				total.PromptTokens += ev.Usage.PromptTokens
@@ -250,21 +256,14 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
 			}
 			total.CompletionTokens += ev.Usage.CompletionTokens
 		}
-		var ok bool
-		select {
-		case ev, ok = <-events:
-		default:
-			if err := out.flush(); err != nil {
-				return err
-			}
-			ev, ok = <-events
+		var chunks []any
+		for _, c := range ts.ChoiceChunks(ev.Event, ev.index) {
+			chunks = append(chunks, c)
 		}
-		if !ok {
-			break
-		}
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
+		return chunks
+	})
+	if err != nil {
+		return err
 	}
 	if includeUsage {
 		if err := out.send(ts.UsageChunk(openai.NewUsage(&total))); err != nil {

@@ -1,15 +1,11 @@
 package llamacpp_test
 
 import (
-	"context"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/sovereign-ai/sovereign/internal/gguf"
 	"github.com/sovereign-ai/sovereign/internal/llamacpp"
-	"github.com/sovereign-ai/sovereign/internal/models"
 	"github.com/sovereign-ai/sovereign/internal/testutil"
 )
 
@@ -17,18 +13,7 @@ import (
 // fetching it when missing.
 func defaultChatModel(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv("SOVEREIGN_TEST_MODELS_DIR")
-	if dir == "" {
-		dir = filepath.Join(testutil.RepoRoot(), "data", "models")
-	}
-	store, err := models.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := models.EnsureDefaults(context.Background(), store, os.Stderr); err != nil {
-		t.Fatalf("fetching the default models: %v", err)
-	}
-	return filepath.Join(dir, "gemma3-270m", "model.gguf")
+	return testutil.DefaultModels(t).Path("gemma3-270m")
 }
 
 // outputs decodes each prompt as its own sequence, all in one batch, and

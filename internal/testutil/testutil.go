@@ -3,6 +3,7 @@
 package testutil
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/sovereign-ai/sovereign/internal/models"
 )
 
 var (
@@ -83,4 +86,23 @@ func (e *buildError) Error() string {
 		out = out[len(out)-4000:]
 	}
 	return e.err.Error() + "\n" + out
+}
+
+// DefaultModels opens the model store of the end-to-end tests
+// (SOVEREIGN_TEST_MODELS_DIR, default data/models in the checkout) and
+// fetches the default models into it when they are missing.
+func DefaultModels(t testing.TB) *models.Store {
+	t.Helper()
+	dir := os.Getenv("SOVEREIGN_TEST_MODELS_DIR")
+	if dir == "" {
+		dir = filepath.Join(RepoRoot(), "data", "models")
+	}
+	store, err := models.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := models.EnsureDefaults(context.Background(), store, os.Stderr); err != nil {
+		t.Fatalf("fetching the default models: %v", err)
+	}
+	return store
 }
