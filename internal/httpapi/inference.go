@@ -56,15 +56,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 	}
 	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 	cs := openai.NewChatStream(req.Model, includeUsage, native.Logprobs)
-	events := merge(ctx, streams)
-	// Wait for the first event before committing to a 200, so that errors
-	// the runner reports at once (bad grammar, overload) get a real status.
-	first, ok := <-events
-	if !ok {
-		return ctx.Err()
-	}
-	if first.err != nil {
-		return first.err
+	first, events, err := firstEvent(ctx, streams)
+	if err != nil {
+		return err
 	}
 	out := startSSE(w)
 	for i := range streams {
@@ -77,11 +71,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		if ev.Done {
 			usages[ev.index] = ev.Usage
 		}
-		var chunks []any
-		for _, c := range cs.Chunks(ev.Event, ev.index) {
-			chunks = append(chunks, c)
-		}
-		return chunks
+		return anys(cs.Chunks(ev.Event, ev.index))
 	})
 	if err != nil {
 		return err
@@ -92,6 +82,18 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	return out.done()
+}
+
+// firstEvent merges streams and waits for the first event before the
+// handler commits to a 200, so that errors the runner reports at once (bad
+// grammar, overload) get a real status.
+func firstEvent(ctx context.Context, streams []inference.Stream) (indexedEvent, <-chan indexedEvent, error) {
+	events := merge(ctx, streams)
+	first, ok := <-events
+	if !ok {
+		return first, nil, ctx.Err()
+	}
+	return first, events, first.err
 }
 
 // relay writes the chunks render makes of each merged event, from first
@@ -236,15 +238,9 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
 	}
 	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 	ts := openai.NewTextStream(req.Model, includeUsage, logprobs)
-	events := merge(ctx, streams)
-	// Wait for the first event before committing to a 200, so that errors
-	// the runner reports at once get a real status.
-	first, ok := <-events
-	if !ok {
-		return ctx.Err()
-	}
-	if first.err != nil {
-		return first.err
+	first, events, err := firstEvent(ctx, streams)
+	if err != nil {
+		return err
 	}
 	out := startSSE(w)
 	var total inference.Usage
@@ -256,11 +252,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
 			}
 			total.CompletionTokens += ev.Usage.CompletionTokens
 		}
-		var chunks []any
-		for _, c := range ts.ChoiceChunks(ev.Event, ev.index) {
-			chunks = append(chunks, c)
-		}
-		return chunks
+		return anys(ts.ChoiceChunks(ev.Event, ev.index))
 	})
 	if err != nil {
 		return err
