@@ -84,6 +84,7 @@ func TestSpecNormalize(t *testing.T) {
 		{Spec{ID: "u", Backend: "local", APIKey: "x"}, "api_key"},
 		{Spec{ID: "u", Backend: "gpu"}, "backend"},
 		{Spec{ID: "u", BaseURL: "http://h/v1", Capabilities: []string{"vision"}}, "capabilities"},
+		{Spec{ID: "u", BaseURL: "http://h/v1", Capabilities: []string{"chat", "telepathy"}}, "capabilities"},
 		{Spec{ID: "u", BaseURL: "http://h/v1", Capabilities: []string{"rerank"}, RerankMethod: "magic"}, "rerank_method"},
 		{Spec{ID: "u", BaseURL: "http://h/v1", Aliases: []string{"u"}}, "aliases"},
 		{Spec{ID: "u", BaseURL: "http://h/v1", Limits: &Limits{MaxOutputTokens: -1}}, "limits"},

@@ -481,3 +481,42 @@ func TestUpstreamToolsAreRefusedNotDropped(t *testing.T) {
 		t.Fatalf("%d requests reached the upstream", n)
 	}
 }
+
+// TestImagePartsReachVisionUpstreams: content parts other than text go to
+// an upstream declared with the vision capability exactly as sent (text
+// parts included), and are refused with a 400 naming the model by an
+// upstream without it and by a local model, instead of being dropped.
+func TestImagePartsReachVisionUpstreams(t *testing.T) {
+	up := upstreamtest.New(t, "v")
+	vision := upstreamSpec("seeing", up.BaseURL())
+	vision.Capabilities = []string{"chat", "completions", "vision"}
+	e := newEnvSpecs(t, tinyStore(t, "tiny"), engine.Config{}, []catalog.Spec{vision, upstreamSpec("blind", up.BaseURL())})
+	parts := []map[string]any{
+		{"type": "text", "text": "What is in this picture?"},
+		{"type": "image_url", "image_url": map[string]any{"url": "data:image/png;base64,iVBORw0KGgo=", "detail": "low"}},
+	}
+	body := func(model string) map[string]any {
+		return map[string]any{"model": model, "max_tokens": 8, "messages": []map[string]any{{"role": "user", "content": parts}}}
+	}
+	resp := e.post(context.Background(), "/v1/chat/completions", body("seeing"))
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("vision upstream: %d", resp.StatusCode)
+	}
+	got, _ := json.Marshal(up.LastBody()["messages"].([]any)[0].(map[string]any)["content"])
+	want, _ := json.Marshal(parts)
+	if string(got) != string(want) {
+		t.Fatalf("the upstream got content %s, want %s", got, want)
+	}
+	n := up.Requests.Load()
+	for _, model := range []string{"blind", "tiny"} {
+		resp := e.post(context.Background(), "/v1/chat/completions", body(model))
+		env := readError(t, resp)
+		if resp.StatusCode != 400 || env.Error.Param == nil || *env.Error.Param != "messages[0].content" || !strings.Contains(env.Error.Message, model) {
+			t.Fatalf("%s: %d %+v", model, resp.StatusCode, env)
+		}
+	}
+	if up.Requests.Load() != n {
+		t.Fatal("a refused request reached the upstream")
+	}
+}

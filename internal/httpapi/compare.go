@@ -48,7 +48,7 @@ const (
 // decode speed, or the error; one model failing does not fail the others.
 func (s *Server) compareModels(w http.ResponseWriter, r *http.Request) error {
 	var req compareRequest
-	if err := openai.Decode(r.Body, &req); err != nil {
+	if err := openai.DecodeRequest(r.Body, &req); err != nil {
 		return err
 	}
 	if len(req.Models) < minCompare || len(req.Models) > maxCompare {
@@ -67,6 +67,10 @@ func (s *Server) compareModels(w http.ResponseWriter, r *http.Request) error {
 	native, err := req.Native()
 	if err != nil {
 		return err
+	}
+	if len(native.Tools) > 0 {
+		// The comparison reports text answers; calls would be lost.
+		return apierr.Invalid("tools", "a comparison compares text answers; send tools to /v1/chat/completions")
 	}
 	ctx, cancel := withTimeout(r)
 	defer cancel()
@@ -105,6 +109,9 @@ func (s *Server) compareOne(ctx context.Context, name string, native inference.C
 	}
 	if !m.Has("chat") {
 		return fail(apierr.Invalid("models", fmt.Sprintf("the model %q does not support chat", m.ID)))
+	}
+	if err := checkChatInput(m, native); err != nil {
+		return fail(err)
 	}
 	if err := limit(m, &native); err != nil {
 		return fail(err)

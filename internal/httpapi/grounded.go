@@ -51,6 +51,9 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 	if err != nil {
 		return err
 	}
+	if err := checkChatInput(m, native); err != nil {
+		return err
+	}
 	if err := limit(m, &native); err != nil {
 		return err
 	}

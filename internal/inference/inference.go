@@ -21,6 +21,25 @@ type Message struct {
 	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string     `json:"tool_call_id,omitempty"`
 	Name       string     `json:"name,omitempty"`
+	// Parts is the client's content array, verbatim, when it has parts
+	// other than text (PartKinds names their types: image_url,
+	// input_audio, file); Content then holds its text parts. Only models
+	// that take such input get it (an upstream with the vision or audio
+	// capability), and it goes out as the message's content.
+	Parts     json.RawMessage `json:"-"`
+	PartKinds []string        `json:"-"`
+}
+
+// MarshalJSON writes Parts, when there are any, as the content.
+func (m Message) MarshalJSON() ([]byte, error) {
+	type plain Message
+	if len(m.Parts) == 0 {
+		return json.Marshal(plain(m))
+	}
+	return json.Marshal(struct {
+		plain
+		Content json.RawMessage `json:"content"`
+	}{plain(m), m.Parts})
 }
 
 // ToolCall is a function call made by the model: Arguments is JSON text.

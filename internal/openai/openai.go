@@ -14,6 +14,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -111,24 +112,26 @@ func (s *StringOrArray) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Content is message content: a string, or an array of parts of which the
-// text parts are used.
-type Content string
+// Content is message content: a string, or an array of parts. Text parts
+// are joined into the string; a message with other parts (image_url,
+// input_audio, file) keeps them verbatim in Parts, for a model that takes
+// them (an upstream declared with the vision or audio capability), and
+// Kinds names their types.
+type Content struct {
+	Text  string
+	Parts json.RawMessage
+	Kinds []string
+}
 
-// UnmarshalJSON accepts a string or [{"type":"text","text":"…"}].
+// UnmarshalJSON accepts a string or an array of {"type": …} parts.
 func (c *Content) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
+	*c = Content{}
 	if bytes.Equal(b, []byte("null")) {
-		*c = ""
 		return nil
 	}
 	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		*c = Content(s)
-		return nil
+		return json.Unmarshal(b, &c.Text)
 	}
 	var parts []struct {
 		Type string `json:"type"`
@@ -139,13 +142,30 @@ func (c *Content) UnmarshalJSON(b []byte) error {
 	}
 	var sb strings.Builder
 	for _, p := range parts {
-		if p.Type != "text" {
-			return &fieldError{field: "messages.content", msg: fmt.Sprintf("content part type %q is not supported by this model; only \"text\" is", p.Type)}
+		switch p.Type {
+		case "text":
+			sb.WriteString(p.Text)
+		case "image_url", "input_audio", "file":
+			if !slices.Contains(c.Kinds, p.Type) {
+				c.Kinds = append(c.Kinds, p.Type)
+			}
+		default:
+			return &fieldError{field: "messages.content", msg: fmt.Sprintf("content part type %q is unknown; expected text, image_url, input_audio or file", p.Type)}
 		}
-		sb.WriteString(p.Text)
 	}
-	*c = Content(sb.String())
+	c.Text = sb.String()
+	if len(c.Kinds) > 0 {
+		c.Parts = append(json.RawMessage(nil), b...)
+	}
 	return nil
+}
+
+// contentOf returns a message's text content ("" for none).
+func contentOf(c *Content) string {
+	if c == nil {
+		return ""
+	}
+	return c.Text
 }
 
 // Message is an OpenAI chat message.
@@ -263,8 +283,7 @@ func (r *CompletionRequest) ChatRequest() (ChatRequest, error) {
 		if err := json.Unmarshal(p, &text); err != nil {
 			return out, apierr.Invalid("prompt", "with 'citations' or 'sources', 'prompt' must be a string")
 		}
-		c := Content(text)
-		out.Messages = []Message{{Role: "user", Content: &c}}
+		out.Messages = []Message{{Role: "user", Content: &Content{Text: text}}}
 	}
 	if r.Logprobs != nil || r.Echo {
 		return out, apierr.Invalid("logprobs", "'logprobs' and 'echo' are not supported with 'messages', 'citations' or 'sources'")
@@ -294,11 +313,10 @@ func (r *ChatRequest) Native() (inference.CompletionRequest, error) {
 		if role == "developer" {
 			role = "system"
 		}
-		var c string
-		if m.Content != nil {
-			c = string(*m.Content)
+		msg := inference.Message{Role: role, Content: contentOf(m.Content)}
+		if m.Content != nil && len(m.Content.Parts) > 0 {
+			msg.Parts, msg.PartKinds = m.Content.Parts, m.Content.Kinds
 		}
-		msg := inference.Message{Role: role, Content: c}
 		if err := toolMessage(i, m, &msg); err != nil {
 			return out, err
 		}
