@@ -248,6 +248,20 @@ func TestToolCallsNativeFormat(t *testing.T) {
 		t.Fatalf("native, streamed: finish %q", finish)
 	}
 	checkArgs(t, "native, streamed", typ, id, name, args, "")
+	// auto: the lazy grammar (llama.cpp's trigger patterns) builds and the
+	// random model answers with text or a valid call, plain and streamed.
+	for i := 0; i < 3; i++ {
+		code, a, raw = toolChat(t, e, "qwenish", map[string]any{"tool_choice": "auto", "max_tokens": 40, "temperature": 1, "seed": i})
+		if code != 200 || len(a.Choices) != 1 {
+			t.Fatalf("native, auto: %d %s", code, raw)
+		}
+		if calls := a.Choices[0].Message.ToolCalls; len(calls) > 0 {
+			checkArgs(t, "native, auto", calls[0].Type, calls[0].ID, calls[0].Function.Name, calls[0].Function.Arguments, "")
+		}
+	}
+	if _, _, _, _, finish = streamedCall(t, e, "qwenish", map[string]any{"tool_choice": "auto", "max_tokens": 40}); finish == "" {
+		t.Fatal("native, auto, streamed: no finish reason")
+	}
 }
 
 // TestCompletionsSeveralPromptsAndN: /v1/completions takes an array of
