@@ -79,19 +79,26 @@ func (s *Server) formatChat(req *inference.CompletionRequest) (formatted, error)
 		if err != nil {
 			return formatted{}, err
 		}
-		if p.Grammar != "" || !calling {
+		// Native when llama.cpp constrains the format, or, for auto, when
+		// the template at least shows the tools (its parser then reads the
+		// family's calls unconstrained, as llama-server does).
+		rendersTools := len(tools) > 0 && strings.Contains(p.Prompt, tools[0].Name)
+		if p.Grammar != "" || !calling || choice == inference.ToolChoiceAuto && rendersTools {
 			f := formatted{text: p.Prompt, stops: p.AdditionalStops}
 			if calling {
-				f.grammar, f.preserved = p.Grammar, p.PreservedTokens
-				if p.GrammarLazy {
-					f.triggers = s.triggers(p.GrammarTriggers)
-				} else if g, ok := dropLeadingLiteral(f.grammar, p.GenerationPrompt); ok {
-					f.grammar = g
-				} else {
-					f.prefill = p.GenerationPrompt
-				}
-				if choice == inference.ToolChoiceRequired {
-					f.grammar = dropFreeText(f.grammar)
+				f.preserved = p.PreservedTokens
+				if p.Grammar != "" {
+					f.grammar = p.Grammar
+					if p.GrammarLazy {
+						f.triggers = s.triggers(p.GrammarTriggers)
+					} else if g, ok := dropLeadingLiteral(f.grammar, p.GenerationPrompt); ok {
+						f.grammar = g
+					} else {
+						f.prefill = p.GenerationPrompt
+					}
+					if choice == inference.ToolChoiceRequired {
+						f.grammar = dropFreeText(f.grammar)
+					}
 				}
 				parser, err := llamacpp.NewChatParser(p)
 				if err != nil {
