@@ -78,7 +78,8 @@ type ChatRequest struct {
 	ParallelToolCalls   bool             `json:"parallel_tool_calls"`
 	AddGenerationPrompt bool             `json:"add_generation_prompt"`
 	EnableThinking      bool             `json:"enable_thinking"`
-	// Now, in Unix seconds, is the date templates print (0: the clock's).
+	// Now, in Unix seconds, is the date llama.cpp's own chat formats print
+	// (0: the clock's); a template's strftime_now reads the clock.
 	Now int64 `json:"now,omitempty"`
 }
 
