@@ -42,7 +42,12 @@ cmake_args() { # MARCH
 		-DGGML_OPENMP=OFF -DLLAMA_BUILD_COMMON=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF
 		-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF)
 	if [[ "$march" == native ]]; then
-		args+=(-DGGML_NATIVE=ON)
+		# -march=native, but without AMX: llama.cpp's AMX matmul segfaults on
+		# Sapphire Rapids machines with Q4_K weights (ggml-org/llama.cpp#20824,
+		# seen here on the first decode), so the AMX backend is not compiled.
+		# GGML_NATIVE would put its own -march=native after these flags.
+		local flags="-march=native -mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+		args+=(-DGGML_NATIVE=OFF "-DCMAKE_C_FLAGS=$flags" "-DCMAKE_CXX_FLAGS=$flags")
 	else
 		args+=(-DGGML_NATIVE=OFF "-DCMAKE_C_FLAGS=-march=$march" "-DCMAKE_CXX_FLAGS=-march=$march")
 	fi
