@@ -551,6 +551,9 @@ type Resolved struct {
 	Capabilities []string
 	Limits       Limits
 	Deprecation  *Deprecation
+	// Relay is set for a model served by an upstream: the gateway passes
+	// requests to it as sent rather than translating them.
+	Relay inference.Relayer
 }
 
 // Has reports whether the model offers capability.
@@ -569,6 +572,9 @@ func (c *Catalog) Resolve(ctx context.Context, name string) (Resolved, error) {
 	}
 	if e.spec.Limits != nil {
 		r.Limits = *e.spec.Limits
+	}
+	if e.remote != nil {
+		r.Relay = e.remote
 	}
 	return r, nil
 }

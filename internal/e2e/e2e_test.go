@@ -119,7 +119,7 @@ func newEnvFull(t testing.TB, store *models.Store, cfg engine.Config, db sovstor
 		t.Fatal(err)
 	}
 	api := &httpapi.Server{Backend: cat, Models: cat, Auth: keys, Keys: keys, Metrics: metrics.New(nil),
-		Sources: sources.New(db, cat, "all-minilm-l6-v2", nil), DefaultEmbeddingModel: "all-minilm-l6-v2",
+		Sources: sources.New(db, cat, "all-minilm-l6-v2", nil), DefaultEmbeddingModel: "all-minilm-l6-v2", Responses: db,
 		Extract: func(name, ctype string, data []byte) (string, string, string, error) {
 			d, err := extract.Extract(name, ctype, data)
 			return d.Text, d.Title, d.Format, err
@@ -176,7 +176,10 @@ func tinyStore(t testing.TB, ids ...string) *models.Store {
 
 func (e *env) post(ctx context.Context, path string, body any) *http.Response {
 	e.t.Helper()
-	b, _ := json.Marshal(body)
+	b, raw := body.([]byte) // sent as it is
+	if !raw {
+		b, _ = json.Marshal(body)
+	}
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.url+path, bytes.NewReader(b))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+e.key)

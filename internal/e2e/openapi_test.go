@@ -450,6 +450,17 @@ func TestOpenAPIInferenceResponsesMatch(t *testing.T) {
 		}
 	})
 
+	t.Run("responses", func(t *testing.T) {
+		c.t = t
+		x := c.call("POST", "/v1/responses", map[string]any{"model": "tiny", "input": "hello", "instructions": "Be brief.", "max_output_tokens": 6, "temperature": 0})
+		expectStatus(t, x, 200)
+		id := x.json(t)["id"].(string)
+		expectStatus(t, c.call("GET", "/v1/responses/"+id, nil), 200)
+		expectStatus(t, c.call("GET", "/v1/responses/"+id+"/input_items?order=asc&limit=5", nil), 200)
+		expectStatus(t, c.call("DELETE", "/v1/responses/"+id, nil), 200)
+		expectStatus(t, c.call("GET", "/v1/responses/"+id, nil), 404)
+	})
+
 	t.Run("chat with logprobs and content parts", func(t *testing.T) {
 		c.t = t
 		x := c.call("POST", "/v1/chat/completions", map[string]any{
@@ -877,7 +888,7 @@ func (u *specUpstream) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	usage := map[string]any{"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11}
+	usage := map[string]any{"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11, "prompt_tokens_details": map[string]any{"cached_tokens": 0}}
 	switch r.URL.Path {
 	case "/v1/rerank":
 		docs, _ := body["documents"].([]any)
@@ -895,7 +906,7 @@ func (u *specUpstream) serve(w http.ResponseWriter, r *http.Request) {
 			if !chat {
 				return map[string]any{"index": 0, "text": text, "logprobs": nil, "finish_reason": finish}
 			}
-			return map[string]any{"index": 0, "delta": map[string]any{"content": text}, "finish_reason": finish}
+			return map[string]any{"index": 0, "delta": map[string]any{"content": text}, "logprobs": nil, "finish_reason": finish}
 		}
 		if stream, _ := body["stream"].(bool); stream {
 			w.Header().Set("Content-Type", "text/event-stream")
@@ -904,20 +915,28 @@ func (u *specUpstream) serve(w http.ResponseWriter, r *http.Request) {
 				fmt.Fprintf(w, "data: %s\n\n", b)
 				w.(http.Flusher).Flush()
 			}
+			object, id := "chat.completion.chunk", "chatcmpl-x"
+			if !chat {
+				object, id = "text_completion", "cmpl-x"
+			}
 			for _, c := range []map[string]any{choice("Hello", nil), choice(" there", nil), choice("", "stop")} {
-				send(map[string]any{"id": "x", "object": "chunk", "choices": []any{c}})
+				send(map[string]any{"id": id, "object": object, "created": 1, "model": body["model"], "system_fingerprint": "fp_up", "choices": []any{c}})
 			}
 			if opts, _ := body["stream_options"].(map[string]any); opts["include_usage"] == true {
-				send(map[string]any{"id": "x", "object": "chunk", "choices": []any{}, "usage": usage})
+				send(map[string]any{"id": id, "object": object, "created": 1, "model": body["model"], "system_fingerprint": "fp_up", "choices": []any{}, "usage": usage})
 			}
 			fmt.Fprint(w, "data: [DONE]\n\n")
 			return
 		}
-		c := map[string]any{"index": 0, "text": "Hello there", "finish_reason": "stop"}
+		// An upstream answers in OpenAI's shapes (vLLM, llama-server and
+		// Ollama do), and the gateway relays them as they are.
+		c := map[string]any{"index": 0, "text": "Hello there", "logprobs": nil, "finish_reason": "stop"}
+		object, id := "text_completion", "cmpl-x"
 		if chat {
-			c = map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": "Hello there"}, "finish_reason": "stop"}
+			c = map[string]any{"index": 0, "message": map[string]any{"role": "assistant", "content": "Hello there", "refusal": nil}, "logprobs": nil, "finish_reason": "stop"}
+			object, id = "chat.completion", "chatcmpl-x"
 		}
-		writeJSON(200, map[string]any{"id": "x", "object": "completion", "choices": []any{c}, "usage": usage})
+		writeJSON(200, map[string]any{"id": id, "object": object, "created": 1, "model": body["model"], "system_fingerprint": "fp_up", "choices": []any{c}, "usage": usage})
 	default:
 		writeJSON(404, map[string]any{"error": map[string]any{"message": "no route " + r.URL.Path, "type": "invalid_request_error"}})
 	}

@@ -460,25 +460,138 @@ func (e *env) keyWith(t *testing.T, scopes string) string {
 // TestUpstreamToolsAreRefusedNotDropped: an upstream model does not take
 // tools yet (no tools capability), so tools, and tool turns in the history,
 // are a 400 naming the field instead of reaching the upstream without them.
-func TestUpstreamToolsAreRefusedNotDropped(t *testing.T) {
+// TestUpstreamToolsNeedTheCapability: tools sent to an upstream model
+// declared without the tools capability are refused naming 'tools', not
+// dropped, and nothing reaches the upstream.
+func TestUpstreamToolsNeedTheCapability(t *testing.T) {
 	up := upstreamtest.New(t, "a")
 	e := newEnvSpecs(t, tinyStore(t), engine.Config{}, []catalog.Spec{upstreamSpec("remote", up.BaseURL())})
 	tools := []map[string]any{{"type": "function", "function": map[string]any{"name": "f"}}}
-	for _, c := range []struct {
-		extra map[string]any
-		param string
-	}{
-		{map[string]any{"tools": tools}, "tools"},
-		{map[string]any{"messages": []map[string]any{{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "c1", "content": "42"}}}, "messages"},
-	} {
-		_, resp := e.chat("remote", "hi", c.extra)
-		env := readError(t, resp)
-		if resp.StatusCode != 400 || env.Error.Param == nil || *env.Error.Param != c.param {
-			t.Errorf("%v: %d %+v, want 400 on %s", c.extra, resp.StatusCode, env, c.param)
-		}
+	_, resp := e.chat("remote", "hi", map[string]any{"tools": tools})
+	env := readError(t, resp)
+	if resp.StatusCode != 400 || env.Error.Param == nil || *env.Error.Param != "tools" || !strings.Contains(env.Error.Message, "remote") {
+		t.Errorf("%d %+v, want 400 on tools naming the model", resp.StatusCode, env)
 	}
 	if n := up.Requests.Load(); n != 0 {
 		t.Fatalf("%d requests reached the upstream", n)
+	}
+}
+
+// gatewayRequest is a chat request as a client might format it, with
+// everything Sovereign does not act on: tools, tool history, an image
+// part, audio output, reasoning_effort, metadata and vendor extensions, in
+// an order and layout of the client's own.
+const gatewayRequest = `{
+  "vendor_top": {"nested": [1, 2.50, 3e2], "x": null},
+  "messages": [
+    {"role": "system", "content": "You are terse."},
+    {"role": "user", "content": [
+      {"type": "text", "text": "What is in this picture, and the weather?"},
+      {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo=", "detail": "low"}}
+    ]},
+    {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Oslo\"}"}}]},
+    {"role": "tool", "tool_call_id": "call_1", "content": "{\"temp\": -3}"}
+  ],
+  "model":   "gw",
+  "tools": [{"type": "function", "function": {"name": "weather", "description": "Weather now", "strict": true,
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"], "additionalProperties": false}}}],
+  "tool_choice": {"type": "function", "function": {"name": "weather"}},
+  "parallel_tool_calls": false,
+  "reasoning_effort": "low",
+  "audio": {"voice": "alloy", "format": "wav"},
+  "modalities": ["text", "audio"],
+  "metadata": {"trace": "t-1"},
+  "chat_template_kwargs": {"enable_thinking": false},
+  "guided_json": {"type": "object"},
+  "max_tokens": 64,
+  "stream": STREAM
+}`
+
+// TestGatewayIsLossless: for an upstream model the request reaches the
+// upstream byte for byte as the client sent it but for the model name,
+// and the upstream's answer — tool_calls, reasoning_content, annotations,
+// fields nobody knows — reaches the client byte for byte but for the model
+// name, streamed and not; usage is still counted.
+func TestGatewayIsLossless(t *testing.T) {
+	up := upstreamtest.New(t, "g")
+	spec := upstreamSpec("gw", up.BaseURL())
+	spec.UpstreamModel = "org/big-model"
+	spec.Capabilities = []string{"chat", "completions", "embeddings", "tools", "vision", "audio"}
+	e := newEnvSpecs(t, tinyStore(t), engine.Config{}, []catalog.Spec{spec})
+
+	const answer = `{"id":"chatcmpl-9","object":"chat.completion","created":7,"model":"org/big-model","system_fingerprint":"fp_up",` +
+		`"choices":[{"index":0,"finish_reason":"tool_calls","logprobs":null,"message":{"role":"assistant","content":null,"refusal":null,` +
+		`"reasoning_content":"The user wants weather.","annotations":[{"type":"url_citation","url_citation":{"url":"https://x.test","title":"X","start_index":0,"end_index":1}}],` +
+		`"tool_calls":[{"id":"call_up","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Oslo\"}"}}]},"vendor_choice":{"k":1}}],` +
+		`"usage":{"prompt_tokens":31,"completion_tokens":9,"total_tokens":40,"completion_tokens_details":{"reasoning_tokens":5}},"vendor_answer":[true]}`
+	up.SetScript(&upstreamtest.Script{Body: answer})
+	req := strings.Replace(gatewayRequest, "STREAM", "false", 1)
+	resp := e.post(context.Background(), "/v1/chat/completions", []byte(req))
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("relayed chat: %d %s", resp.StatusCode, got)
+	}
+	if want := strings.Replace(req, `"model":   "gw"`, `"model":   "org/big-model"`, 1); string(up.LastRawBody()) != want {
+		t.Fatalf("the upstream got\n%s\nwant\n%s", up.LastRawBody(), want)
+	}
+	if want := strings.Replace(answer, `"model":"org/big-model"`, `"model":"gw"`, 1); string(got) != want {
+		t.Fatalf("the client got\n%s\nwant\n%s", got, want)
+	}
+	if m := e.modelInfo("gw"); m.Stats.Requests != 1 || m.Stats.Errors != 0 {
+		t.Fatalf("the relayed request was not recorded: %+v", m.Stats)
+	}
+
+	events := []string{
+		`data: {"id":"c","object":"chat.completion.chunk","created":7,"model":"org/big-model","choices":[{"index":0,"delta":{"role":"assistant","reasoning_content":"Hm."},"finish_reason":null}],"x_chunk":1}`,
+		`: a comment line`,
+		`data: {"id":"c","object":"chat.completion.chunk","created":7,"model":"org/big-model","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_up","type":"function","function":{"name":"weather","arguments":""}}]},"finish_reason":null}]}`,
+		`data: {"id":"c","object":"chat.completion.chunk","created":7,"model":"org/big-model","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":\"Oslo\"}"}}]},"finish_reason":null}]}`,
+		`data: {"id":"c","object":"chat.completion.chunk","created":7,"model":"org/big-model","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":31,"completion_tokens":9,"total_tokens":40}}`,
+		`data: [DONE]`,
+	}
+	up.SetScript(&upstreamtest.Script{Events: events})
+	req = strings.Replace(gatewayRequest, "STREAM", "true", 1)
+	resp = e.post(context.Background(), "/v1/chat/completions", []byte(req))
+	got, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("relayed stream: %d %s", resp.StatusCode, got)
+	}
+	if want := strings.Replace(req, `"model":   "gw"`, `"model":   "org/big-model"`, 1); string(up.LastRawBody()) != want {
+		t.Fatalf("the upstream got\n%s\nwant\n%s", up.LastRawBody(), want)
+	}
+	var want strings.Builder
+	for _, ev := range events {
+		if strings.HasPrefix(ev, ":") {
+			continue // comments are the upstream's keep-alives, not data
+		}
+		want.WriteString(strings.Replace(ev, `"model":"org/big-model"`, `"model":"gw"`, 1) + "\n\n")
+	}
+	if string(got) != want.String() {
+		t.Fatalf("the client got\n%s\nwant\n%s", got, want.String())
+	}
+}
+
+// TestGatewayRelaysEmbeddingsAndCompletions: the other inference routes
+// relay too — an embeddings field Sovereign does not know (dimensions,
+// encoding_format) and a completions vendor field reach the upstream.
+func TestGatewayRelaysEmbeddingsAndCompletions(t *testing.T) {
+	up := upstreamtest.New(t, "g")
+	e := newEnvSpecs(t, tinyStore(t), engine.Config{}, []catalog.Spec{upstreamSpec("gw", up.BaseURL())})
+	for _, c := range []struct{ path, body string }{
+		{"/v1/embeddings", `{"model":"gw","input":["a","bb"],"dimensions":2,"encoding_format":"float","vendor":{"a":1}}`},
+		{"/v1/completions", `{"model":"gw","prompt":"Once","max_tokens":4,"min_tokens":2,"vendor":{"a":1}}`},
+	} {
+		resp := e.post(context.Background(), c.path, []byte(c.body))
+		got, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(got), `"model":"gw"`) {
+			t.Fatalf("%s: %d %s", c.path, resp.StatusCode, got)
+		}
+		if want := strings.Replace(c.body, `"model":"gw"`, `"model":"mock"`, 1); string(up.LastRawBody()) != want {
+			t.Fatalf("%s: the upstream got %s, want %s", c.path, up.LastRawBody(), want)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,15 +18,18 @@ import (
 )
 
 func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
-	var req openai.ChatRequest
-	if err := openai.DecodeRequest(r.Body, &req); err != nil {
-		return err
-	}
-	native, err := req.Native()
+	body, peek, m, err := s.peekModel(w, r, "chat")
 	if err != nil {
 		return err
 	}
-	m, err := s.model(w, r, req.Model, "chat")
+	if m.Relay != nil {
+		return s.relay(w, r, m, "/chat/completions", body, peek)
+	}
+	var req openai.ChatRequest
+	if err := openai.DecodeRequest(bytes.NewReader(body), &req); err != nil {
+		return err
+	}
+	native, err := req.Native()
 	if err != nil {
 		return err
 	}
@@ -210,18 +214,29 @@ func merge(ctx context.Context, streams []inference.Stream) <-chan indexedEvent 
 }
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
+	body, peek, m, err := s.peekModel(w, r, "")
+	if err != nil {
+		return err
+	}
+	// Completions with sources are Sovereign's own (the extension fields
+	// say so); everything else for an upstream model is relayed.
+	if m.Relay != nil && !openai.GroundedBody(body) {
+		if !m.Has("completions") {
+			return apierr.Invalid("model", fmt.Sprintf("the model %q does not support completions (it supports: %s)", m.ID, strings.Join(m.Capabilities, ", ")))
+		}
+		return s.relay(w, r, m, "/completions", body, peek)
+	}
 	var req openai.CompletionRequest
-	if err := openai.DecodeRequest(r.Body, &req); err != nil {
+	if err := openai.DecodeRequest(bytes.NewReader(body), &req); err != nil {
 		return err
 	}
 	if req.Grounded() {
 		return s.groundedCompletion(w, r, &req)
 	}
-	natives, err := req.NativeAll()
-	if err != nil {
-		return err
+	if !m.Has("completions") {
+		return apierr.Invalid("model", fmt.Sprintf("the model %q does not support completions (it supports: %s)", m.ID, strings.Join(m.Capabilities, ", ")))
 	}
-	m, err := s.model(w, r, req.Model, "completions")
+	natives, err := req.NativeAll()
 	if err != nil {
 		return err
 	}
@@ -288,15 +303,18 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) error {
-	var req openai.EmbeddingRequest
-	if err := openai.DecodeRequest(r.Body, &req); err != nil {
-		return err
-	}
-	native, err := req.Native()
+	body, peek, m, err := s.peekModel(w, r, "embeddings")
 	if err != nil {
 		return err
 	}
-	m, err := s.model(w, r, req.Model, "embeddings")
+	if m.Relay != nil {
+		return s.relay(w, r, m, "/embeddings", body, peek)
+	}
+	var req openai.EmbeddingRequest
+	if err := openai.DecodeRequest(bytes.NewReader(body), &req); err != nil {
+		return err
+	}
+	native, err := req.Native()
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ package upstreamtest
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -53,6 +54,7 @@ type Server struct {
 	Key string
 
 	mode   atomic.Int32
+	script atomic.Pointer[Script]
 	closed chan struct{}
 	once   sync.Once
 }
@@ -80,6 +82,24 @@ func (s *Server) Down() {
 	})
 }
 
+// Script is an answer given verbatim: Body for a request that is not
+// streamed, Events (each an SSE event's text without the blank line that
+// ends it) for one that is.
+type Script struct {
+	Body   string
+	Events []string
+}
+
+// SetScript makes the server answer every completion with sc (nil: the
+// normal answers again).
+func (s *Server) SetScript(sc *Script) { s.script.Store(sc) }
+
+// LastRawBody returns the last request body received, byte for byte.
+func (s *Server) LastRawBody() []byte {
+	b, _ := s.lastBody.Load().([]byte)
+	return b
+}
+
 // LastBody returns the last request body received.
 func (s *Server) LastBody() map[string]any {
 	b, _ := s.lastBody.Load().([]byte)
@@ -105,14 +125,27 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var body map[string]any
-	var raw json.RawMessage
-	if err := json.NewDecoder(r.Body).Decode(&raw); err != nil {
+	raw, err := io.ReadAll(r.Body)
+	if err != nil || !json.Valid(raw) {
 		writeErr(w, 400, "bad JSON")
 		return
 	}
-	s.lastBody.Store([]byte(raw))
+	s.lastBody.Store(raw)
 	json.Unmarshal(raw, &body)
 	s.Requests.Add(1)
+	if sc := s.script.Load(); sc != nil {
+		if stream, _ := body["stream"].(bool); stream {
+			w.Header().Set("Content-Type", "text/event-stream")
+			for _, ev := range sc.Events {
+				fmt.Fprintf(w, "%s\n\n", ev)
+				w.(http.Flusher).Flush()
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, sc.Body)
+		return
+	}
 	switch Mode(s.mode.Load()) {
 	case RateLimited:
 		w.Header().Set("Retry-After", "7")
@@ -151,9 +184,9 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request, body map[strin
 	usage := map[string]any{"prompt_tokens": 5, "completion_tokens": len(words), "total_tokens": 5 + len(words)}
 	mode := Mode(s.mode.Load())
 	if stream, _ := body["stream"].(bool); !stream {
-		choice := map[string]any{"index": 0, "finish_reason": "stop"}
+		choice := map[string]any{"index": 0, "finish_reason": "stop", "logprobs": nil}
 		if chat {
-			choice["message"] = map[string]any{"role": "assistant", "content": s.Reply()}
+			choice["message"] = map[string]any{"role": "assistant", "content": s.Reply(), "refusal": nil}
 		} else {
 			choice["text"] = s.Reply()
 		}

@@ -1,0 +1,149 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
+	"github.com/sovereign-ai/sovereign/internal/catalog"
+	"github.com/sovereign-ai/sovereign/internal/inference"
+	"github.com/sovereign-ai/sovereign/internal/openai"
+	"github.com/sovereign-ai/sovereign/internal/rawjson"
+)
+
+// The gateway: a request for a model served by an upstream is not
+// translated into Sovereign's native model (which would drop what it does
+// not know) but passed on as the client sent it, with only the model name
+// mapped, and the upstream's answer comes back the same way. Sovereign
+// acts on what the Peek reads — the model, stream, output limit, content
+// kinds and tools against the model's capabilities — and counts usage
+// from the answer; every other byte is the client's or the upstream's.
+
+// peekModel reads a request's body and resolves its model.
+func (s *Server) peekModel(w http.ResponseWriter, r *http.Request, capability string) ([]byte, openai.Peek, catalog.Resolved, error) {
+	body, err := openai.ReadBody(r.Body)
+	if err != nil {
+		return nil, openai.Peek{}, catalog.Resolved{}, err
+	}
+	p, err := openai.PeekRequest(body)
+	if err != nil {
+		return nil, p, catalog.Resolved{}, err
+	}
+	m, err := s.model(w, r, p.Model, capability)
+	return body, p, m, err
+}
+
+// relayKindCapability is the capability each content part type needs
+// (chat's and the Responses API's names).
+var relayKindCapability = map[string]string{
+	"image_url": "vision", "file": "vision", "input_image": "vision", "input_file": "vision",
+	"input_audio": "audio",
+}
+
+// relay serves an inference request for an upstream model.
+func (s *Server) relay(w http.ResponseWriter, r *http.Request, m catalog.Resolved, path string, body []byte, p openai.Peek) error {
+	if len(p.Tools) > 0 && !m.Has("tools") {
+		return apierr.Invalid("tools", fmt.Sprintf("the model %q does not take tools (it supports: %s)", m.ID, strings.Join(m.Capabilities, ", ")))
+	}
+	for i, k := range p.PartKinds {
+		if c, ok := relayKindCapability[k]; ok && !m.Has(c) {
+			return apierr.Invalid(p.PartParams[i], fmt.Sprintf("the model %q does not take %s parts (it has no %s capability; it supports: %s)",
+				m.ID, k, c, strings.Join(m.Capabilities, ", ")))
+		}
+	}
+	body, err := relayLimits(m, path, body, p)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := withTimeout(r)
+	defer cancel()
+	start := time.Now()
+	rl, err := m.Relay.Relay(ctx, inference.RelayRequest{Path: path, Body: body, Stream: p.Stream, Prompt: p.Prompt, MaxInputTokens: m.Limits.MaxInputTokens})
+	if err != nil {
+		s.record(ctx, m.ID, catalog.Observation{Latency: time.Since(start), Failed: true})
+		return err
+	}
+	defer rl.Close()
+	obs := catalog.Observation{}
+	var first, last time.Time
+	ev, err := rl.Next()
+	if err != nil {
+		s.record(ctx, m.ID, catalog.Observation{Latency: time.Since(start), Failed: true})
+		return err
+	}
+	var out *sse
+	if p.Stream {
+		out = startSSE(w)
+	} else {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(ev.Data)))
+		w.WriteHeader(http.StatusOK)
+	}
+	for {
+		now := time.Now()
+		if ev.Output {
+			if first.IsZero() {
+				first = now
+			}
+			last = now
+		}
+		if out != nil {
+			err = out.raw(ev.Event, ev.Data)
+		} else {
+			_, err = w.Write(ev.Data)
+		}
+		if err != nil {
+			return err // the client went away; closing the relay cancels upstream
+		}
+		if ev, err = rl.Next(); err != nil {
+			break
+		}
+	}
+	obs.Latency = time.Since(start)
+	if !errors.Is(err, io.EOF) {
+		if ctx.Err() == nil {
+			obs.Failed = true
+			s.record(ctx, m.ID, obs)
+		}
+		if out == nil {
+			return err
+		}
+		return out.fail(err)
+	}
+	u := rl.Usage()
+	if s.Metrics != nil {
+		s.Metrics.AddTokens(m.ID, u.PromptTokens, u.CompletionTokens)
+	}
+	if !first.IsZero() {
+		obs.TTFT, obs.CompletionTokens, obs.Decode = first.Sub(start), u.CompletionTokens, last.Sub(first)
+	}
+	s.record(ctx, m.ID, obs)
+	return nil
+}
+
+// relayLimits applies the model's output limit to a relayed request: a
+// larger one is refused, a missing one is added (the only change the
+// gateway makes to a body besides the model name).
+func relayLimits(m catalog.Resolved, path string, body []byte, p openai.Peek) ([]byte, error) {
+	l := m.Limits.MaxOutputTokens
+	if l <= 0 || path == "/embeddings" {
+		return body, nil
+	}
+	n, field := p.MaxOutput()
+	if field != "" {
+		if n > l {
+			return nil, apierr.Invalid(field, fmt.Sprintf("%s is %d but the model %q allows at most %d output tokens", field, n, m.ID, l))
+		}
+		return body, nil
+	}
+	field = "max_tokens"
+	if path == "/responses" {
+		field = "max_output_tokens"
+	}
+	return rawjson.Set(body, field, []byte(strconv.Itoa(l)))
+}
