@@ -167,7 +167,8 @@ func serveCommand(args []string) error {
 		DefaultRerankModel: rerankModel,
 		Backend:            cat, Models: cat, Log: log,
 		Sources: sources.New(db, cat, defaultEmbeddingModel, log), Extract: extractFile, DefaultEmbeddingModel: defaultEmbeddingModel,
-		Auth: keys, Keys: keys, Metrics: met, MaxBody: cfg.MaxBodyBytes,
+		Responses: db,
+		Auth:      keys, Keys: keys, Metrics: met, MaxBody: cfg.MaxBodyBytes,
 		Ready: func(ctx context.Context) error {
 			select {
 			case <-shuttingDown:

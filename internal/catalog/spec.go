@@ -30,7 +30,7 @@ const (
 )
 
 // Capabilities a model can have.
-var knownCapabilities = []string{"chat", "completions", "embeddings", "rerank", "tools", "vision", "audio"}
+var knownCapabilities = []string{"chat", "completions", "embeddings", "rerank", "tools", "vision", "audio", "responses"}
 
 // rerankMethods are the values of Spec.RerankMethod.
 var rerankMethods = []string{models.RerankCrossEncoder, models.RerankQueryLikelihood, models.RerankChatLogits}
@@ -222,7 +222,7 @@ func (s *Spec) Normalize() error {
 		if !slices.Contains(knownCapabilities, c) {
 			return bad("capabilities", "capability %q is unknown: use %s", c, strings.Join(knownCapabilities, ", "))
 		}
-		if (c == "tools" || c == "vision" || c == "audio") && !slices.Contains(s.Capabilities, "chat") {
+		if (c == "tools" || c == "vision" || c == "audio" || c == "responses") && !slices.Contains(s.Capabilities, "chat") {
 			return bad("capabilities", "capability %q qualifies chat: list \"chat\" too", c)
 		}
 	}

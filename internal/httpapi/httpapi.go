@@ -19,6 +19,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/metrics"
+	"github.com/sovereign-ai/sovereign/internal/responses"
 )
 
 // Server holds the API's dependencies.
@@ -35,6 +36,9 @@ type Server struct {
 	// Sources serves collections, documents and search (nil: those routes
 	// answer 404).
 	Sources Sources
+	// Responses keeps the Responses API's stored responses (nil: only
+	// "store": false is served).
+	Responses responses.Store
 	// Extract reads uploaded files (nil: uploads are refused).
 	Extract Extractor
 	// DefaultEmbeddingModel is a new collection's embedding model when the
@@ -104,6 +108,10 @@ func (s *Server) routes() []apiRoute {
 		{"POST /v1/chat/completions", auth.ScopeInference, s.chatCompletions},
 		{"POST /v1/completions", auth.ScopeInference, s.completions},
 		{"POST /v1/embeddings", auth.ScopeInference, s.embeddings},
+		{"POST /v1/responses", auth.ScopeInference, s.createResponse},
+		{"GET /v1/responses/{id}", auth.ScopeInference, s.getResponse},
+		{"DELETE /v1/responses/{id}", auth.ScopeInference, s.deleteResponse},
+		{"GET /v1/responses/{id}/input_items", auth.ScopeInference, s.listInputItems},
 		{"POST /v1/tokenize", auth.ScopeInference, s.tokenize},
 		{"POST /v1/detokenize", auth.ScopeInference, s.detokenize},
 		{"POST /v1/rerank", auth.ScopeInference, s.rerank},
@@ -279,6 +287,20 @@ func (s *sse) write(v any) error {
 }
 
 func (s *sse) flush() error { return s.rc.Flush() }
+
+// raw writes one event as an upstream sent it (event is its "event:"
+// field, empty for none) and flushes it.
+func (s *sse) raw(event string, data []byte) error {
+	s.buf = s.buf[:0]
+	if event != "" {
+		s.buf = append(append(append(s.buf, "event: "...), event...), '\n')
+	}
+	s.buf = append(append(append(s.buf, "data: "...), data...), "\n\n"...)
+	if _, err := s.w.Write(s.buf); err != nil {
+		return err
+	}
+	return s.rc.Flush()
+}
 
 func (s *sse) done() error {
 	if _, err := fmt.Fprint(s.w, "data: [DONE]\n\n"); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/postgres"
+	"github.com/sovereign-ai/sovereign/internal/responses"
 	"github.com/sovereign-ai/sovereign/internal/sources"
 	"github.com/sovereign-ai/sovereign/internal/sqlite"
 )
@@ -24,6 +25,7 @@ type Store interface {
 	auth.KeyStore
 	catalog.SpecStore
 	sources.Store
+	responses.Store
 	io.Closer
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
+	"github.com/sovereign-ai/sovereign/internal/responses"
 	"github.com/sovereign-ai/sovereign/internal/sources"
 )
 
@@ -44,6 +45,7 @@ func Run(t *testing.T, open func(t *testing.T) auth.KeyStore) {
 		{"ModelSpecs", testModelSpecs},
 		{"Sources", testSources},
 		{"SourceLinks", testSourceLinks},
+		{"Responses", testResponses},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -765,4 +767,31 @@ func testSourceLinks(t *testing.T, ks auth.KeyStore) {
 	if got, _, _ := s.ListSourceLinks(ctx, sources.LinkFilter{TeamID: "team_b"}); ids(got) != "sl_50" {
 		t.Fatalf("team b sees %s", ids(got))
 	}
+}
+
+func testResponses(t *testing.T, ks auth.KeyStore) {
+	s, ok := ks.(responses.Store)
+	if !ok {
+		t.Fatalf("%T does not implement responses.Store", ks)
+	}
+	ctx := context.Background()
+	r := responses.Stored{ID: "resp_1", TeamID: "team_a", Model: "m", CreatedAt: at(time.Minute),
+		Response: []byte(`{"id":"resp_1"}`), InputItems: []byte(`[{"type":"message"}]`), Conversation: []byte(`[1,2]`)}
+	if err := s.PutResponse(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetResponse(ctx, "team_a", "resp_1")
+	if err != nil || string(got.Response) != string(r.Response) || string(got.InputItems) != string(r.InputItems) ||
+		string(got.Conversation) != string(r.Conversation) || got.Model != "m" || !got.CreatedAt.Equal(r.CreatedAt) {
+		t.Fatalf("get: %+v, %v", got, err)
+	}
+	// Another team's response does not exist for it.
+	_, err = s.GetResponse(ctx, "team_b", "resp_1")
+	wantErr(t, "other team's get", err, responses.ErrNotFound)
+	wantErr(t, "other team's delete", s.DeleteResponse(ctx, "team_b", "resp_1"), responses.ErrNotFound)
+	if err := s.DeleteResponse(ctx, "team_a", "resp_1"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.GetResponse(ctx, "team_a", "resp_1")
+	wantErr(t, "deleted", err, responses.ErrNotFound)
 }

@@ -379,3 +379,74 @@ describe('tools', () => {
     assert.ok(['Paris', 'Rome'].includes(JSON.parse(call.function.arguments).city));
   });
 });
+
+describe('responses', () => {
+  const base = {
+    model: CHAT_MODEL,
+    instructions: 'Answer in one short sentence.',
+    max_output_tokens: 24,
+    temperature: 0,
+  };
+  const weatherTool = {
+    type: 'function',
+    name: 'get_weather',
+    description: 'Current weather in a city',
+    strict: true,
+    parameters: {
+      type: 'object',
+      properties: { city: { type: 'string', enum: ['Paris', 'Rome'] } },
+      required: ['city'],
+      additionalProperties: false,
+    },
+  };
+
+  test('responses.create answers with output_text', async () => {
+    const resp = await client.responses.create({ ...base, input: 'What is the capital of France?' });
+    assert.match(resp.id, /^resp_/);
+    assert.equal(resp.object, 'response');
+    assert.match(resp.output_text, /Paris/);
+    assert.ok(resp.usage.input_tokens > 0 && resp.usage.output_tokens > 0);
+  });
+
+  test('the stream helper rebuilds the same answer from the events', async () => {
+    const plain = await client.responses.create({ ...base, input: 'What is the capital of France?', store: false });
+    const stream = client.responses.stream({ ...base, input: 'What is the capital of France?', store: false });
+    const types = [];
+    stream.on('event', (ev) => types.push(ev.type));
+    const final = await stream.finalResponse();
+    assert.equal(final.output_text, plain.output_text);
+    assert.deepEqual(types.slice(0, 2), ['response.created', 'response.in_progress']);
+    assert.ok(types.includes('response.output_text.delta'));
+    assert.ok(['response.completed', 'response.incomplete'].includes(types.at(-1)));
+  });
+
+  test('a function call, its output back with previous_response_id, retrieve and delete', async () => {
+    const called = await client.responses.create({
+      ...base,
+      input: 'What is the weather in Rome?',
+      tools: [weatherTool],
+      tool_choice: 'required',
+      parallel_tool_calls: false,
+      max_output_tokens: 64,
+    });
+    const call = called.output.find((o) => o.type === 'function_call');
+    assert.ok(call, JSON.stringify(called.output));
+    assert.equal(call.name, 'get_weather');
+    assert.match(call.call_id, /^call_/);
+    assert.ok(['Paris', 'Rome'].includes(JSON.parse(call.arguments).city));
+
+    const answer = await client.responses.create({
+      ...base,
+      previous_response_id: called.id,
+      input: [{ type: 'function_call_output', call_id: call.call_id, output: '{"temp_c": 21, "sky": "sunny"}' }],
+      max_output_tokens: 32,
+    });
+    assert.ok(answer.output_text.length > 0);
+    assert.equal(answer.previous_response_id, called.id);
+
+    const got = await client.responses.retrieve(answer.id);
+    assert.equal(got.output_text, answer.output_text);
+    await client.responses.delete(answer.id);
+    await assert.rejects(client.responses.retrieve(answer.id), OpenAI.NotFoundError);
+  });
+});

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import array
 import base64
+import json
 import math
 import os
 import sys
@@ -682,3 +683,89 @@ def test_parse_with_pydantic(client: OpenAI) -> None:
     )
     assert r.choices[0].finish_reason == "stop"
     assert isinstance(r.choices[0].message.parsed, City)
+
+
+# ---------------------------------------------------------------- responses
+
+_RESPONSE_BASE = {
+    "model": CHAT_MODEL,
+    "instructions": "Answer in one short sentence.",
+    "max_output_tokens": 24,
+    "temperature": 0,
+}
+
+_WEATHER_TOOL = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "Current weather in a city",
+    "strict": True,
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string", "enum": ["Paris", "Rome"]}},
+        "required": ["city"],
+        "additionalProperties": False,
+    },
+}
+
+
+def test_responses_create(client: OpenAI) -> None:
+    resp = client.responses.create(input="What is the capital of France?", **_RESPONSE_BASE)
+    assert resp.id.startswith("resp_")
+    assert "Paris" in resp.output_text
+    assert resp.usage is not None and resp.usage.input_tokens > 0 and resp.usage.output_tokens > 0
+
+
+def test_responses_stream_matches_plain(client: OpenAI) -> None:
+    plain = client.responses.create(input="What is the capital of France?", store=False, **_RESPONSE_BASE)
+    types: list[str] = []
+    with client.responses.stream(input="What is the capital of France?", store=False, **_RESPONSE_BASE) as stream:
+        for event in stream:
+            types.append(event.type)
+        final = stream.get_final_response()
+    assert final.output_text == plain.output_text
+    assert types[:2] == ["response.created", "response.in_progress"]
+    assert "response.output_text.delta" in types
+    assert types[-1] in ("response.completed", "response.incomplete")
+
+
+def test_responses_function_call_round_trip(client: OpenAI) -> None:
+    params = dict(_RESPONSE_BASE, max_output_tokens=64)
+    called = client.responses.create(
+        input="What is the weather in Rome?",
+        tools=[_WEATHER_TOOL],
+        tool_choice="required",
+        parallel_tool_calls=False,
+        **params,
+    )
+    calls = [o for o in called.output if o.type == "function_call"]
+    assert len(calls) == 1, called.model_dump_json()
+    call = calls[0]
+    assert call.name == "get_weather" and call.call_id.startswith("call_")
+    assert json.loads(call.arguments)["city"] in ("Paris", "Rome")
+
+    answer = client.responses.create(
+        previous_response_id=called.id,
+        input=[{"type": "function_call_output", "call_id": call.call_id, "output": '{"temp_c": 21, "sky": "sunny"}'}],
+        **dict(_RESPONSE_BASE, max_output_tokens=32),
+    )
+    assert answer.output_text and answer.previous_response_id == called.id
+    assert client.responses.retrieve(answer.id).output_text == answer.output_text
+    client.responses.delete(answer.id)
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(answer.id)
+
+
+def test_responses_parse_with_pydantic(client: OpenAI) -> None:
+    from pydantic import BaseModel
+
+    class Capital(BaseModel):
+        country: str
+        capital: str
+
+    resp = client.responses.parse(
+        input="France's capital, as JSON.",
+        text_format=Capital,
+        store=False,
+        **dict(_RESPONSE_BASE, max_output_tokens=48),
+    )
+    assert resp.output_parsed is not None and resp.output_parsed.capital

@@ -1,0 +1,250 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
+	"github.com/sovereign-ai/sovereign/internal/openai"
+	"github.com/sovereign-ai/sovereign/internal/responses"
+)
+
+// The Responses API. A local model (or an upstream that does not serve
+// /responses itself) runs the request as the chat request it means; the
+// answer is rendered as output items and, streamed, as the Responses
+// events. An upstream declared with the "responses" capability gets the
+// request relayed as sent. Responses with store (the default) are kept
+// per team for GET, DELETE, input_items and previous_response_id.
+
+func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
+	body, peek, m, err := s.peekModel(w, r, "chat")
+	if err != nil {
+		return err
+	}
+	if m.Relay != nil && m.Has("responses") {
+		return s.relay(w, r, m, "/responses", body, peek)
+	}
+	var req openai.ResponsesRequest
+	if err := openai.DecodeRequest(bytes.NewReader(body), &req); err != nil {
+		return err
+	}
+	items, err := req.Items()
+	if err != nil {
+		return err
+	}
+	var history []openai.InputItem
+	if req.PreviousResponseID != "" {
+		prev, err := s.storedResponse(r, req.PreviousResponseID)
+		if err != nil {
+			e := apierr.From(err)
+			e.Param = "previous_response_id"
+			return e
+		}
+		if err := json.Unmarshal(prev.Conversation, &history); err != nil {
+			return fmt.Errorf("stored response %s: %w", prev.ID, err)
+		}
+	}
+	native, err := req.Native(history, items)
+	if err != nil {
+		return err
+	}
+	if err := checkChatInput(m, native); err != nil {
+		return openai.ResponseParam(err)
+	}
+	if err := limit(m, &native); err != nil {
+		return openai.ResponseParam(err)
+	}
+	native.Model, native.Stream = m.ID, req.Stream
+	store := req.Store == nil || *req.Store
+	if store && s.Responses == nil {
+		return apierr.Invalid("store", "this server keeps no responses; send \"store\": false")
+	}
+	ctx, cancel := withTimeout(r)
+	defer cancel()
+	st, err := s.complete(ctx, native, true)
+	if err != nil {
+		return openai.ResponseParam(err)
+	}
+	defer st.Close()
+	b := openai.NewResponseBuilder(&req, m.ID)
+	first, err := st.Recv()
+	if err != nil {
+		return err
+	}
+	if !req.Stream {
+		for ev := first; ; {
+			b.Add(ev)
+			if ev.Done {
+				break
+			}
+			if ev, err = st.Recv(); err != nil {
+				return err
+			}
+		}
+		resp := b.Response()
+		if store {
+			if err := s.keepResponse(r, resp, items, history, b); err != nil {
+				return err
+			}
+		}
+		return writeJSON(w, http.StatusOK, resp)
+	}
+	out := startSSE(w)
+	send := func(evs []openai.ResponseEvent) error {
+		for _, e := range evs {
+			data, err := json.Marshal(e.Data)
+			if err != nil {
+				return err
+			}
+			if err := out.raw(e.Type, data); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := send(b.Start()); err != nil {
+		return err
+	}
+	for ev := first; ; {
+		if err := send(b.Add(ev)); err != nil {
+			return err // the client went away; closing the stream cancels generation
+		}
+		if ev.Done {
+			break
+		}
+		if ev, err = st.Recv(); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			if ctx.Err() == nil {
+				e := apierr.From(err)
+				send([]openai.ResponseEvent{b.Fail(string(e.Code), e.Message)})
+			}
+			return err
+		}
+	}
+	if store {
+		// The client has its answer; keeping it must not depend on the
+		// client staying.
+		return s.keepResponse(r.WithContext(context.WithoutCancel(r.Context())), b.Response(), items, history, b)
+	}
+	return nil
+}
+
+// keepResponse stores a finished response with its input items and the
+// conversation it ends.
+func (s *Server) keepResponse(r *http.Request, resp openai.Response, items, history []openai.InputItem, b *openai.ResponseBuilder) error {
+	data, err := json.Marshal(resp)
+	if err != nil {
+		return err
+	}
+	in, _ := json.Marshal(items)
+	conv := append(append(append([]openai.InputItem{}, history...), items...), b.OutputItems()...)
+	cj, _ := json.Marshal(conv)
+	return s.Responses.PutResponse(r.Context(), responses.Stored{ID: resp.ID, TeamID: teamOf(r), Model: resp.Model,
+		CreatedAt: time.Unix(resp.CreatedAt, 0), Response: data, InputItems: in, Conversation: cj})
+}
+
+// storedResponse returns the caller's team's response id; another team's
+// is missing.
+func (s *Server) storedResponse(r *http.Request, id string) (responses.Stored, error) {
+	if s.Responses == nil {
+		return responses.Stored{}, apierr.New(apierr.NotFound, fmt.Sprintf("no response %q: this server keeps no responses", id))
+	}
+	st, err := s.Responses.GetResponse(r.Context(), teamOf(r), id)
+	if errors.Is(err, responses.ErrNotFound) {
+		return st, apierr.New(apierr.NotFound, fmt.Sprintf("no response %q (responses are kept only with \"store\": true, for the team that made them)", id))
+	}
+	return st, err
+}
+
+func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.storedResponse(r, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, err = w.Write(st.Response)
+	return err
+}
+
+func (s *Server) deleteResponse(w http.ResponseWriter, r *http.Request) error {
+	id := r.PathValue("id")
+	if _, err := s.storedResponse(r, id); err != nil {
+		return err
+	}
+	if err := s.Responses.DeleteResponse(r.Context(), teamOf(r), id); err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "response", "deleted": true})
+}
+
+// listInputItems lists a response's input items as OpenAI does: newest
+// first unless order=asc, limit (1–100, default 20), after an item id.
+func (s *Server) listInputItems(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.storedResponse(r, r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(st.InputItems, &items); err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	switch q.Get("order") {
+	case "", "desc":
+		for i, j := 0, len(items)-1; i < j; i, j = i+1, j-1 {
+			items[i], items[j] = items[j], items[i]
+		}
+	case "asc":
+	default:
+		return apierr.Invalid("order", "'order' is asc or desc")
+	}
+	limit := 20
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			return apierr.Invalid("limit", "'limit' is a number from 1 to 100")
+		}
+		limit = n
+	}
+	if after := q.Get("after"); after != "" {
+		found := false
+		for i, it := range items {
+			var head struct {
+				ID string `json:"id"`
+			}
+			json.Unmarshal(it, &head)
+			if head.ID == after {
+				items, found = items[i+1:], true
+				break
+			}
+		}
+		if !found {
+			return apierr.Invalid("after", fmt.Sprintf("no input item %q in this response", after))
+		}
+	}
+	more := len(items) > limit
+	if more {
+		items = items[:limit]
+	}
+	out := map[string]any{"object": "list", "data": items, "has_more": more, "first_id": nil, "last_id": nil}
+	if len(items) > 0 {
+		var f, l struct {
+			ID string `json:"id"`
+		}
+		json.Unmarshal(items[0], &f)
+		json.Unmarshal(items[len(items)-1], &l)
+		out["first_id"], out["last_id"] = f.ID, l.ID
+	} else {
+		out["data"] = []any{}
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
