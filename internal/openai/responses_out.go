@@ -175,7 +175,7 @@ func (b *ResponseBuilder) event(typ string, fields map[string]any) ResponseEvent
 // snapshot is the response as it stands, for the lifecycle events.
 func (b *ResponseBuilder) snapshot() Response {
 	r := b.resp
-	r.Output = append([]OutputItem(nil), b.resp.Output...)
+	r.Output = append(make([]OutputItem, 0, len(b.resp.Output)), b.resp.Output...) // [] rather than null when empty
 	return r
 }
 

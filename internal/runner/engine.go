@@ -391,10 +391,14 @@ func (e *Engine) admit(j *job) {
 	if j.score != nil && j.score.from > 0 && n > j.score.from-1 {
 		n = j.score.from - 1 // a likelihood job needs logits from the token before prompt[from]
 	}
-	if e.isolate {
+	if e.isolate || j.req.Seed != nil {
 		// Reuse only whole prompt chunks: the KV of a position depends on
 		// the chunk it was decoded in, and a fresh run decodes this prompt
-		// in chunks starting at multiples of the batch size.
+		// in chunks starting at multiples of the batch size. A seeded
+		// request keeps to that too, so the same request samples from the
+		// same logits whether or not its prompt was cached (OpenAI's seed
+		// promise; at temperature 1 a last-bit difference picks another
+		// token).
 		n = min(n, s.promptKV) / e.nBatch * e.nBatch
 	}
 	if n < len(s.cache) {
