@@ -30,12 +30,23 @@ type Response struct {
 	Temperature float32        `json:"temperature"`
 	Text        ResponseText   `json:"text"`
 	ToolChoice  any            `json:"tool_choice"`
-	Tools       []ResponseTool `json:"tools"`
+	Tools       []EchoedTool   `json:"tools"`
 	TopP        float32        `json:"top_p"`
 	Truncation  string         `json:"truncation"`
-	Usage       *ResponseUsage `json:"usage"`
-	User        *string        `json:"user"`
+	Usage       *ResponseUsage `json:"usage,omitempty"`
+	User        *string        `json:"user,omitempty"`
 	Metadata    map[string]any `json:"metadata"`
+}
+
+// EchoedTool is a function tool as a response repeats it: parameters and
+// strict always present (strict is true unless the request said false: the
+// arguments are held to the schema by grammar either way).
+type EchoedTool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description *string         `json:"description"`
+	Parameters  json.RawMessage `json:"parameters"`
+	Strict      bool            `json:"strict"`
 }
 
 // ResponseError is a failed response's error.
@@ -54,6 +65,9 @@ type ResponseUsage struct {
 	InputTokens        int `json:"input_tokens"`
 	InputTokensDetails struct {
 		CachedTokens int `json:"cached_tokens"`
+		// CacheWriteTokens are the prompt tokens not read from the prompt
+		// cache, which it now holds.
+		CacheWriteTokens int `json:"cache_write_tokens"`
 	} `json:"input_tokens_details"`
 	OutputTokens        int `json:"output_tokens"`
 	OutputTokensDetails struct {
@@ -132,7 +146,7 @@ func NewResponseBuilder(r *ResponsesRequest, model string) *ResponseBuilder {
 	resp := Response{
 		ID: NewID("resp_"), Object: "response", CreatedAt: Now().Unix(), Status: "in_progress", Model: model,
 		Output: []OutputItem{}, ParallelToolCalls: r.ParallelToolCalls == nil || *r.ParallelToolCalls,
-		Store: r.Store == nil || *r.Store, Temperature: 1, TopP: 1, Truncation: "disabled", Tools: r.Tools,
+		Store: r.Store == nil || *r.Store, Temperature: 1, TopP: 1, Truncation: "disabled", Tools: []EchoedTool{},
 		Instructions: r.Instructions, MaxOutputTokens: r.MaxOutputTokens, Metadata: r.Metadata, ToolChoice: "auto",
 		Text: ResponseText{Format: &ResponseFormatParam{Type: "text"}},
 	}
@@ -148,8 +162,15 @@ func NewResponseBuilder(r *ResponsesRequest, model string) *ResponseBuilder {
 	if r.User != "" {
 		resp.User = &r.User
 	}
-	if resp.Tools == nil {
-		resp.Tools = []ResponseTool{}
+	for _, t := range r.Tools {
+		e := EchoedTool{Type: t.Type, Name: t.Name, Parameters: t.Parameters, Strict: t.Strict == nil || *t.Strict}
+		if t.Description != "" {
+			e.Description = &t.Description
+		}
+		if len(e.Parameters) == 0 {
+			e.Parameters = json.RawMessage("null")
+		}
+		resp.Tools = append(resp.Tools, e)
 	}
 	if resp.Metadata == nil {
 		resp.Metadata = map[string]any{}
@@ -241,6 +262,7 @@ func (b *ResponseBuilder) Add(ev inference.Event) []ResponseEvent {
 		if u := ev.Usage; u != nil {
 			ru := &ResponseUsage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens, TotalTokens: u.PromptTokens + u.CompletionTokens}
 			ru.InputTokensDetails.CachedTokens = u.CachedTokens
+			ru.InputTokensDetails.CacheWriteTokens = u.PromptTokens - u.CachedTokens
 			b.resp.Usage = ru
 		}
 		typ := "response.completed"
