@@ -228,7 +228,7 @@ if wants sovereign; then
 		    backend: upstream
 		    base_url: $MOCK_URL/v1
 		    upstream_model: mock
-		    capabilities: [chat]
+		    capabilities: [chat, tools, vision]
 	EOF
 	start "Sovereign" "$SOV_PORT" "$OUT/gateway-sovereign.log" -- \
 		env SOVEREIGN_ADDR="127.0.0.1:$SOV_PORT" SOVEREIGN_DATA_DIR="$TMP_DATA" \

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/apiclient"
 )
 
 // The `sovereign models` subcommands below talk to a running server over
@@ -26,114 +28,6 @@ const defaultServerURL = "http://127.0.0.1:8080"
 
 // apiModelCommands are the subcommands that go through the API.
 var apiModelCommands = []string{"catalog", "show", "add", "set", "remove", "load", "unload", "compare"}
-
-// apiClient calls a Sovereign server's API.
-type apiClient struct {
-	base string // scheme://host[:port], without a trailing slash
-	key  string
-	http *http.Client
-}
-
-func newAPIClient(base, key string) *apiClient {
-	return &apiClient{base: strings.TrimRight(base, "/"), key: key, http: &http.Client{Timeout: 15 * time.Minute}}
-}
-
-// apiError is an error answer of the server: its status and envelope.
-type apiError struct {
-	Status  int
-	Code    string
-	Message string
-	Param   string
-	hint    string
-}
-
-func (e *apiError) Error() string {
-	msg := fmt.Sprintf("the server answered %d", e.Status)
-	if e.Code != "" {
-		msg += " " + e.Code
-	}
-	if e.Message != "" {
-		msg += ": " + e.Message
-	}
-	if e.hint != "" {
-		msg += "\n" + e.hint
-	}
-	return msg
-}
-
-// do sends method path with body (JSON, or none when nil) and decodes a
-// 2xx answer into out (when non-nil); any other answer is an *apiError.
-// It returns the raw answer.
-func (c *apiClient) do(ctx context.Context, method, path string, body, out any) ([]byte, error) {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return nil, fmt.Errorf("bad server URL %q: %v", c.base, err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.key != "" {
-		req.Header.Set("Authorization", "Bearer "+c.key)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, fmt.Errorf("cannot reach the Sovereign server at %s: %v\nIs `sovereign serve` running there? Set SOVEREIGN_URL or --url to its address", c.base, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("reading the answer of %s %s: %v", method, path, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		return data, c.errorOf(resp.StatusCode, data)
-	}
-	if out != nil {
-		if err := json.Unmarshal(data, out); err != nil {
-			return data, fmt.Errorf("the answer of %s %s is not what this client expects (%v); is %s a Sovereign server?", method, path, err, c.base)
-		}
-	}
-	return data, nil
-}
-
-func (c *apiClient) errorOf(status int, body []byte) error {
-	var env struct {
-		Error struct {
-			Message string  `json:"message"`
-			Code    string  `json:"code"`
-			Param   *string `json:"param"`
-		} `json:"error"`
-	}
-	e := &apiError{Status: status}
-	if json.Unmarshal(body, &env) == nil && env.Error.Message != "" {
-		e.Code, e.Message = env.Error.Code, env.Error.Message
-		if env.Error.Param != nil {
-			e.Param = *env.Error.Param
-		}
-	} else {
-		e.Message = strings.TrimSpace(string(body))
-		if len(e.Message) > 300 {
-			e.Message = e.Message[:300] + "…"
-		}
-	}
-	switch status {
-	case http.StatusUnauthorized:
-		e.hint = "Set SOVEREIGN_API_KEY (or --api-key) to an API key of this server."
-	case http.StatusForbidden:
-		e.hint = "Use a key with the scope named above (`sovereign keys create --scopes models:read,models:write,inference` makes one)."
-	}
-	return e
-}
 
 // apiModel is the part of the API's model object the CLI shows.
 type apiModel struct {
@@ -191,7 +85,7 @@ func (a *apiFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.key, "api-key", a.key, "API key (default $SOVEREIGN_API_KEY)")
 }
 
-func (a *apiFlags) client() *apiClient {
+func (a *apiFlags) client() *apiclient.Client {
 	base, key := a.url, a.key
 	if base == "" {
 		base = os.Getenv("SOVEREIGN_URL")
@@ -202,7 +96,7 @@ func (a *apiFlags) client() *apiClient {
 	if key == "" {
 		key = os.Getenv("SOVEREIGN_API_KEY")
 	}
-	return newAPIClient(base, key)
+	return apiclient.New(base, key)
 }
 
 func modelPath(id string, op ...string) string {
@@ -260,11 +154,11 @@ func catalogCmd(ctx context.Context, fs *flag.FlagSet, api *apiFlags, args []str
 	var list struct {
 		Data []apiModel `json:"data"`
 	}
-	if _, err := c.do(ctx, http.MethodGet, "/v1/models", nil, &list); err != nil {
+	if _, err := c.Do(ctx, http.MethodGet, "/v1/models", nil, &list); err != nil {
 		return err
 	}
 	if len(list.Data) == 0 {
-		fmt.Fprintf(stdout, "The server at %s has no models. Install one with `sovereign models pull --defaults`, or add an upstream one with `sovereign models add ID --base-url URL`.\n", c.base)
+		fmt.Fprintf(stdout, "The server at %s has no models. Install one with `sovereign models pull --defaults`, or add an upstream one with `sovereign models add ID --base-url URL`.\n", c.Base)
 		return nil
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
@@ -334,7 +228,7 @@ func showCmd(ctx context.Context, fs *flag.FlagSet, api *apiFlags, args []string
 	if err != nil {
 		return err
 	}
-	raw, err := api.client().do(ctx, http.MethodGet, modelPath(id), nil, nil)
+	raw, err := api.client().Do(ctx, http.MethodGet, modelPath(id), nil, nil)
 	if err != nil {
 		return err
 	}
@@ -412,7 +306,7 @@ func addCmd(ctx context.Context, fs *flag.FlagSet, api *apiFlags, args []string,
 	}
 	c := api.client()
 	var m apiModel
-	if _, err := c.do(ctx, http.MethodPost, modelPath(id), spec, &m); err != nil {
+	if _, err := c.Do(ctx, http.MethodPost, modelPath(id), spec, &m); err != nil {
 		return err
 	}
 	what := "a local model"
@@ -423,7 +317,7 @@ func addCmd(ctx context.Context, fs *flag.FlagSet, api *apiFlags, args []string,
 	if len(m.Aliases) > 0 {
 		fmt.Fprintf(stdout, "Aliases: %s\n", strings.Join(m.Aliases, ", "))
 	}
-	fmt.Fprintf(stdout, "\nTry it:\n\n%s\n\nCheck its state and replicas with `sovereign models show %s`.\n", tryCurl(c.base, m), m.ID)
+	fmt.Fprintf(stdout, "\nTry it:\n\n%s\n\nCheck its state and replicas with `sovereign models show %s`.\n", tryCurl(c.Base, m), m.ID)
 	return nil
 }
 
@@ -489,7 +383,7 @@ func setCmd(ctx context.Context, fs *flag.FlagSet, api *apiFlags, args []string,
 	if *maxIn >= 0 || *maxOut >= 0 {
 		// PATCH replaces limits whole: keep the limit not being set.
 		var cur apiModel
-		if _, err := c.do(ctx, http.MethodGet, modelPath(id), nil, &cur); err != nil {
+		if _, err := c.Do(ctx, http.MethodGet, modelPath(id), nil, &cur); err != nil {
 			return err
 		}
 		lim := map[string]any{}
@@ -537,7 +431,7 @@ func setCmd(ctx context.Context, fs *flag.FlagSet, api *apiFlags, args []string,
 		return errors.New("models set: nothing to change; give --alias, --no-aliases, --max-input-tokens, --max-output-tokens, --deprecate (--sunset, --replacement) or --undeprecate")
 	}
 	var m apiModel
-	if _, err := c.do(ctx, http.MethodPatch, modelPath(id), patch, &m); err != nil {
+	if _, err := c.Do(ctx, http.MethodPatch, modelPath(id), patch, &m); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "Model %s updated.\n", m.ID)
@@ -566,13 +460,13 @@ func removeCmd(ctx context.Context, fs *flag.FlagSet, api *apiFlags, args []stri
 	}
 	c := api.client()
 	var before apiModel
-	if _, err := c.do(ctx, http.MethodGet, modelPath(id), nil, &before); err != nil {
+	if _, err := c.Do(ctx, http.MethodGet, modelPath(id), nil, &before); err != nil {
 		return err
 	}
 	if before.ID != id {
 		return fmt.Errorf("models remove: %q is an alias of %s; remove %s by its id, or drop the alias with `sovereign models set %s --alias …`", id, before.ID, before.ID, before.ID)
 	}
-	if _, err := c.do(ctx, http.MethodDelete, modelPath(id), nil, nil); err != nil {
+	if _, err := c.Do(ctx, http.MethodDelete, modelPath(id), nil, nil); err != nil {
 		return err
 	}
 	switch before.Source {
@@ -581,7 +475,7 @@ func removeCmd(ctx context.Context, fs *flag.FlagSet, api *apiFlags, args []stri
 	default:
 		fmt.Fprintf(stdout, "Removed %s's configuration.\n", id)
 		var after apiModel
-		if _, err := c.do(ctx, http.MethodGet, modelPath(id), nil, &after); err == nil {
+		if _, err := c.Do(ctx, http.MethodGet, modelPath(id), nil, &after); err == nil {
 			fmt.Fprintf(stdout, "%s is still installed, with its default settings; `sovereign models remove %s` again deletes its files.\n", id, id)
 		}
 	}
@@ -595,7 +489,7 @@ func loadCmd(ctx context.Context, sub string, fs *flag.FlagSet, api *apiFlags, a
 		return err
 	}
 	var m apiModel
-	if _, err := api.client().do(ctx, http.MethodPost, modelPath(id, sub), nil, &m); err != nil {
+	if _, err := api.client().Do(ctx, http.MethodPost, modelPath(id, sub), nil, &m); err != nil {
 		return err
 	}
 	if sub == "unload" {
@@ -669,7 +563,7 @@ func compareCmd(ctx context.Context, fs *flag.FlagSet, api *apiFlags, args []str
 	var out struct {
 		Results []compareResult `json:"results"`
 	}
-	if _, err := api.client().do(ctx, http.MethodPost, "/v1/models/compare", req, &out); err != nil {
+	if _, err := api.client().Do(ctx, http.MethodPost, "/v1/models/compare", req, &out); err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)

@@ -551,6 +551,10 @@ type Resolved struct {
 	Capabilities []string
 	Limits       Limits
 	Deprecation  *Deprecation
+	// Target is the backend that serves the model: requests go to it
+	// directly, with the model's id, without a second lookup by name. Nil
+	// for a local model on a server without a local engine.
+	Target inference.Backend
 	// Relay is set for a model served by an upstream: the gateway passes
 	// requests to it as sent rather than translating them.
 	Relay inference.Relayer
@@ -573,8 +577,11 @@ func (c *Catalog) Resolve(ctx context.Context, name string) (Resolved, error) {
 	if e.spec.Limits != nil {
 		r.Limits = *e.spec.Limits
 	}
-	if e.remote != nil {
-		r.Relay = e.remote
+	switch {
+	case e.remote != nil:
+		r.Target, r.Relay = e.remote, e.remote
+	case c.cfg.Local != nil:
+		r.Target = c.cfg.Local
 	}
 	return r, nil
 }

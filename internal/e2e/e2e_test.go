@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -21,31 +20,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sovereign-ai/sovereign/internal/auth"
+	"github.com/sovereign-ai/sovereign/internal/app"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
+	"github.com/sovereign-ai/sovereign/internal/config"
 	"github.com/sovereign-ai/sovereign/internal/engine"
 	"github.com/sovereign-ai/sovereign/internal/events"
-	"github.com/sovereign-ai/sovereign/internal/extract"
 	"github.com/sovereign-ai/sovereign/internal/gguf/testmodel"
-	"github.com/sovereign-ai/sovereign/internal/httpapi"
-	"github.com/sovereign-ai/sovereign/internal/inference"
-	"github.com/sovereign-ai/sovereign/internal/metrics"
 	"github.com/sovereign-ai/sovereign/internal/models"
-	"github.com/sovereign-ai/sovereign/internal/sources"
 	sovstore "github.com/sovereign-ai/sovereign/internal/store"
 	"github.com/sovereign-ai/sovereign/internal/testutil"
 )
-
-// paths lets the engine find GGUF files through the catalog, which is
-// built after it.
-type paths struct{ c **catalog.Catalog }
-
-func (p paths) ModelPath(id string) (string, error) {
-	if *p.c == nil {
-		return "", fmt.Errorf("%w: %s", inference.ErrModelNotFound, id)
-	}
-	return (*p.c).ModelPath(id)
-}
 
 type env struct {
 	t     testing.TB
@@ -96,42 +80,27 @@ func newEnvWithDB(t testing.TB, store *models.Store, cfg engine.Config, db sovst
 
 func newEnvFull(t testing.TB, store *models.Store, cfg engine.Config, db sovstore.Store, specs []catalog.Spec) *env {
 	t.Helper()
-	bus := events.NewBus()
-	sub := bus.Subscribe(256)
-	var cat *catalog.Catalog
 	cfg.Exe = testutil.Binary(t)
-	cfg.Catalog = paths{&cat}
-	cfg.Events = bus
 	if cfg.Threads == 0 {
 		cfg.Threads = 2
 	}
 	if cfg.CtxPerSlot == 0 {
 		cfg.CtxPerSlot = 512
 	}
-	mgr := engine.New(cfg)
-	keys := auth.NewService(db)
-	secret, _, err := keys.Bootstrap(context.Background(), "")
+	// The application as `sovereign serve` builds it, on the test's
+	// database, model store and engine settings.
+	a, err := app.New(context.Background(), config.Config{Models: specs}, app.Options{DB: db, Models: store, Engine: &cfg, CatalogRefresh: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat, err = catalog.New(context.Background(), catalog.Config{Installed: store, Specs: db, Configured: specs, Local: mgr, Events: bus, Refresh: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	api := &httpapi.Server{Backend: cat, Models: cat, Auth: keys, Keys: keys, Metrics: metrics.New(nil),
-		Sources: sources.New(db, cat, "all-minilm-l6-v2", nil), DefaultEmbeddingModel: "all-minilm-l6-v2", Responses: db,
-		Extract: func(name, ctype string, data []byte) (string, string, string, error) {
-			d, err := extract.Extract(name, ctype, data)
-			return d.Text, d.Title, d.Format, err
-		}}
-	srv := httptest.NewServer(api.Handler())
+	sub := a.Bus.Subscribe(256)
+	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(func() {
 		srv.Close()
-		cat.Close()
-		mgr.Close()
+		a.Close()
 		sub.Close()
 	})
-	return &env{t: t, url: srv.URL, key: secret, mgr: mgr, cat: cat, sub: sub, store: store}
+	return &env{t: t, url: srv.URL, key: a.AdminKey, mgr: a.Engine, cat: a.Catalog, sub: sub, store: store}
 }
 
 // request sends body (JSON, or nothing when nil) with key.

@@ -176,9 +176,12 @@ func TestOpenAPISourcesResponsesMatch(t *testing.T) {
 				t.Fatalf("%s: param %v, want %s", bad.body, e["param"], bad.param)
 			}
 		}
-		// This deployment names no default rerank model.
-		if e := expectError(t, c.call("POST", path, map[string]any{"query": "zorblat", "rerank": true}), 400, "invalid_request_error"); e["param"] != "rerank" {
-			t.Fatalf("rerank true: param %v, want rerank", e["param"])
+		// The default rerank model, as serve picks it: the default chat
+		// model (query-likelihood) when no cross-encoder is installed.
+		x = c.call("POST", path, map[string]any{"query": "zorblat", "rerank": true, "top_k": 2})
+		expectStatus(t, x, 200)
+		if first := x.json(t)["data"].([]any)[0].(map[string]any); first["rerank_score"] == nil || first["title"] != "zorblat" {
+			t.Fatalf("rerank true: %v", first)
 		}
 		if e := expectError(t, c.call("POST", path, map[string]any{"query": "zorblat", "rerank": "no-such-model"}), 404, "model_not_found"); e["param"] != "rerank" {
 			t.Fatalf("unknown rerank model: param %v, want rerank", e["param"])

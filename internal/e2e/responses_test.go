@@ -151,6 +151,8 @@ func TestResponsesMechanics(t *testing.T) {
 		{map[string]any{"model": "tiny", "input": "x", "tools": []any{map[string]any{"type": "web_search"}}}, "tools[0].type"},
 		{map[string]any{"model": "tiny", "input": "x", "tools": []any{map[string]any{"type": "function", "name": "bad name"}}}, "tools[0].name"},
 		{map[string]any{"model": "tiny", "input": "x", "text": map[string]any{"format": map[string]any{"type": "xml"}}}, "text.format.type"},
+		// The local backend compiles the schema, and names the field when it cannot.
+		{map[string]any{"model": "tiny", "input": "x", "text": map[string]any{"format": map[string]any{"type": "json_schema", "name": "x", "schema": map[string]any{"type": "decimal"}}}}, "text.format"},
 		{map[string]any{"model": "tiny", "input": "x", "truncation": "auto"}, "truncation"},
 		{map[string]any{"model": "tiny", "input": "x", "background": true}, "background"},
 		{map[string]any{"model": "tiny", "input": "x", "previous_response_id": "resp_nope"}, "previous_response_id"},

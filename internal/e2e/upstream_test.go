@@ -573,6 +573,44 @@ func TestGatewayIsLossless(t *testing.T) {
 	}
 }
 
+// TestSchemasAreCompiledOnlyForLocalModels: a JSON schema Sovereign's
+// converter cannot take is a 400 naming response_format for a local model,
+// and reaches an upstream untouched (relayed chat and the comparison
+// route, which goes through the native path).
+func TestSchemasAreCompiledOnlyForLocalModels(t *testing.T) {
+	up := upstreamtest.New(t, "s")
+	e := newEnvSpecs(t, tinyStore(t, "tiny"), engine.Config{}, []catalog.Spec{upstreamSpec("remote", up.BaseURL())})
+	format := map[string]any{"type": "json_schema", "json_schema": map[string]any{"name": "x", "schema": map[string]any{"type": "decimal"}}}
+	_, resp := e.chat("tiny", "hi", map[string]any{"response_format": format})
+	if env := readError(t, resp); resp.StatusCode != 400 || env.Error.Param == nil || *env.Error.Param != "response_format" {
+		t.Fatalf("local model: %d %+v", resp.StatusCode, env)
+	}
+	out, resp := e.chat("remote", "hi", map[string]any{"response_format": format})
+	if resp.StatusCode != 200 || out.Choices[0].Message.Content != up.Reply() {
+		t.Fatalf("upstream model: %d %+v", resp.StatusCode, out)
+	}
+	want, _ := json.Marshal(format)
+	if got, _ := json.Marshal(up.LastBody()["response_format"]); string(got) != string(want) {
+		t.Fatalf("the upstream got response_format %s, want %s", got, want)
+	}
+	cmp := e.post(context.Background(), "/v1/models/compare", map[string]any{"models": []string{"remote", "tiny"}, "messages": []map[string]any{{"role": "user", "content": "hi"}}, "response_format": format})
+	var res struct {
+		Results []struct {
+			Model, Status string
+			Error         *envelope
+		} `json:"results"`
+	}
+	json.NewDecoder(cmp.Body).Decode(&res)
+	cmp.Body.Close()
+	if cmp.StatusCode != 200 || len(res.Results) != 2 || res.Results[0].Status != "succeeded" || res.Results[1].Status != "failed" ||
+		res.Results[1].Error == nil || res.Results[1].Error.Error.Param == nil || *res.Results[1].Error.Error.Param != "response_format" {
+		t.Fatalf("compare: %d %+v", cmp.StatusCode, res)
+	}
+	if got, _ := json.Marshal(up.LastBody()["response_format"]); string(got) != string(want) {
+		t.Fatalf("compare: the upstream got response_format %s, want %s", got, want)
+	}
+}
+
 // TestGatewayRelaysEmbeddingsAndCompletions: the other inference routes
 // relay too — an embeddings field Sovereign does not know (dimensions,
 // encoding_format) and a completions vendor field reach the upstream.

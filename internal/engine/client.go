@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/grammar"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/runnerproto"
 )
@@ -21,6 +22,14 @@ var _ inference.Backend = (*Manager)(nil)
 // Complete starts a completion on the model's runner, loading it first when
 // needed. The stream holds a queue place until it is closed.
 func (m *Manager) Complete(ctx context.Context, req inference.CompletionRequest) (inference.Stream, error) {
+	if len(req.JSONSchema) > 0 && req.Grammar == "" {
+		// JSON schema → grammar happens here, for local models only.
+		g, err := grammar.FromJSONSchema(req.JSONSchema)
+		if err != nil {
+			return nil, &inference.InvalidError{Param: "response_format", Message: err.Error()}
+		}
+		req.Grammar = g
+	}
 	p, err := m.acquire(ctx, req.Model)
 	if err != nil {
 		return nil, err

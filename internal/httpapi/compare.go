@@ -117,7 +117,7 @@ func (s *Server) compareOne(ctx context.Context, name string, native inference.C
 		return fail(err)
 	}
 	native.Model, native.Stream = m.ID, true
-	st, err := s.complete(ctx, native, true)
+	st, err := s.complete(ctx, m, native, true)
 	if err != nil {
 		return fail(err)
 	}

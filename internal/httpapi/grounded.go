@@ -68,7 +68,7 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 	native.Model, native.Stream = m.ID, req.Stream
 	ctx, cancel := withTimeout(r)
 	defer cancel()
-	stream, err := s.complete(ctx, native, true)
+	stream, err := s.complete(ctx, m, native, true)
 	if err != nil {
 		return err
 	}

@@ -17,15 +17,12 @@ import (
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
-	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/metrics"
 	"github.com/sovereign-ai/sovereign/internal/responses"
 )
 
 // Server holds the API's dependencies.
 type Server struct {
-	// Backend runs inference; it receives resolved model ids.
-	Backend inference.Backend
 	// Models resolves model names and administers the catalog.
 	Models ModelCatalog
 	// Auth checks API keys; every /v1 route requires a key with the

@@ -62,6 +62,8 @@ func (s *sliceStream) Close() error { return nil }
 // what it is given.
 type fakeCatalog struct {
 	create func(ctx context.Context, sp catalog.Spec) (catalog.Model, error)
+	// backend serves every model.
+	backend inference.Backend
 }
 
 var fakeModels = []catalog.Model{
@@ -80,7 +82,7 @@ func (fakeCatalog) Get(_ context.Context, id string) (catalog.Model, error) {
 }
 func (c fakeCatalog) Resolve(ctx context.Context, name string) (catalog.Resolved, error) {
 	m, err := c.Get(ctx, name)
-	return catalog.Resolved{ID: m.ID, Backend: m.Backend, Capabilities: m.Capabilities}, err
+	return catalog.Resolved{ID: m.ID, Backend: m.Backend, Capabilities: m.Capabilities, Target: c.backend}, err
 }
 func (c fakeCatalog) Create(ctx context.Context, sp catalog.Spec) (catalog.Model, error) {
 	if c.create == nil {
@@ -118,10 +120,9 @@ var (
 func newTestServer(t *testing.T) (*httptest.Server, *metrics.Metrics) {
 	m := metrics.New(nil)
 	s := &Server{
-		Backend: fakeBackend{complete: func(ctx context.Context, req inference.CompletionRequest) (inference.Stream, error) {
+		Models: fakeCatalog{backend: fakeBackend{complete: func(ctx context.Context, req inference.CompletionRequest) (inference.Stream, error) {
 			return &sliceStream{evs: []inference.Event{{Text: "Hel"}, {Text: "lo"}, {Done: true, FinishReason: "stop", Usage: &inference.Usage{PromptTokens: 3, CompletionTokens: 2}}}}, nil
-		}},
-		Models: fakeCatalog{},
+		}}},
 		Auth: fakeAuth{authenticate: func(ctx context.Context, secret string) (auth.Key, error) {
 			if k, ok := fakeKey[secret]; ok {
 				return k.key, k.err
@@ -272,9 +273,8 @@ func TestBadInputAndMetrics(t *testing.T) {
 
 func TestPanicBecomes500Envelope(t *testing.T) {
 	s := &Server{
-		Backend: fakeBackend{complete: func(context.Context, inference.CompletionRequest) (inference.Stream, error) { panic("boom") }},
-		Models:  fakeCatalog{},
-		Auth:    fakeAuth{authenticate: func(context.Context, string) (auth.Key, error) { return fakeKey["sk-sov-admin"].key, nil }},
+		Models: fakeCatalog{backend: fakeBackend{complete: func(context.Context, inference.CompletionRequest) (inference.Stream, error) { panic("boom") }}},
+		Auth:   fakeAuth{authenticate: func(context.Context, string) (auth.Key, error) { return fakeKey["sk-sov-admin"].key, nil }},
 	}
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
@@ -302,10 +302,9 @@ func (f *failingStream) Close() error { return nil }
 func TestStreamFailureIsLoggedAsFailed(t *testing.T) {
 	var logs bytes.Buffer
 	s := &Server{
-		Backend: fakeBackend{complete: func(context.Context, inference.CompletionRequest) (inference.Stream, error) {
+		Models: fakeCatalog{backend: fakeBackend{complete: func(context.Context, inference.CompletionRequest) (inference.Stream, error) {
 			return &failingStream{}, nil
-		}},
-		Models: fakeCatalog{},
+		}}},
 		Auth: fakeAuth{authenticate: func(context.Context, string) (auth.Key, error) {
 			return auth.Key{ID: "key_inf", Scopes: []auth.Scope{auth.ScopeInference}}, nil
 		}},
@@ -339,7 +338,7 @@ func (rerankBackend) Rerank(_ context.Context, req inference.RerankRequest) (inf
 func TestRerankSortsAndCuts(t *testing.T) {
 	fakeModels = append(fakeModels, catalog.Model{ID: "rr", Backend: "upstream", Capabilities: []string{"rerank"}})
 	defer func() { fakeModels = fakeModels[:len(fakeModels)-1] }()
-	s := &Server{Backend: rerankBackend{}, Models: fakeCatalog{}, Auth: fakeAuth{authenticate: func(context.Context, string) (auth.Key, error) {
+	s := &Server{Models: fakeCatalog{backend: rerankBackend{}}, Auth: fakeAuth{authenticate: func(context.Context, string) (auth.Key, error) {
 		return auth.Key{ID: "k", Scopes: []auth.Scope{auth.ScopeInference}}, nil
 	}}}
 	srv := httptest.NewServer(s.Handler())

@@ -42,7 +42,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 	req.Model, native.Model, native.Stream = m.ID, m.ID, req.Stream
 	ctx, cancel := withTimeout(r)
 	defer cancel()
-	streams, err := s.completeN(ctx, native, req.Choices())
+	streams, err := s.completeN(ctx, m, native, req.Choices())
 	if err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ func relay(ctx context.Context, out *sse, first indexedEvent, events <-chan inde
 
 // completeN starts n generations of req (n choices); with a seed, choice i
 // uses seed+i so the choices differ yet stay reproducible.
-func (s *Server) completeN(ctx context.Context, req inference.CompletionRequest, n int) ([]inference.Stream, error) {
+func (s *Server) completeN(ctx context.Context, m catalog.Resolved, req inference.CompletionRequest, n int) ([]inference.Stream, error) {
 	streams := make([]inference.Stream, 0, n)
 	for i := 0; i < n; i++ {
 		r := req
@@ -163,7 +163,7 @@ func (s *Server) completeN(ctx context.Context, req inference.CompletionRequest,
 			seed := *req.Seed + uint32(i)
 			r.Seed = &seed
 		}
-		st, err := s.complete(ctx, r, i == 0)
+		st, err := s.complete(ctx, m, r, i == 0)
 		if err != nil {
 			for _, o := range streams {
 				o.Close()
@@ -259,7 +259,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
 		}
 	}()
 	for _, nat := range natives {
-		sts, err := s.completeN(ctx, nat, n)
+		sts, err := s.completeN(ctx, m, nat, n)
 		if err != nil {
 			return err
 		}
@@ -320,7 +320,11 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) error {
 	}
 	req.Model, native.Model = m.ID, m.ID
 	start := time.Now()
-	res, err := s.Backend.Embed(r.Context(), native)
+	b, err := target(m)
+	if err != nil {
+		return err
+	}
+	res, err := b.Embed(r.Context(), native)
 	s.record(r.Context(), m.ID, catalog.Observation{Latency: time.Since(start), Failed: err != nil})
 	if err != nil {
 		return err
@@ -360,7 +364,11 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) error {
 	if req.AddSpecial != nil {
 		add = *req.AddSpecial
 	}
-	res, err := s.Backend.Tokenize(r.Context(), inference.TokenizeRequest{Model: req.Model, Content: req.Input, AddSpecial: add})
+	b, err := target(m)
+	if err != nil {
+		return err
+	}
+	res, err := b.Tokenize(r.Context(), inference.TokenizeRequest{Model: req.Model, Content: req.Input, AddSpecial: add})
 	if err != nil {
 		return err
 	}
@@ -382,7 +390,11 @@ func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	req.Model = m.ID
-	res, err := s.Backend.Detokenize(r.Context(), inference.DetokenizeRequest{Model: req.Model, Tokens: req.Tokens})
+	b, err := target(m)
+	if err != nil {
+		return err
+	}
+	res, err := b.Detokenize(r.Context(), inference.DetokenizeRequest{Model: req.Model, Tokens: req.Tokens})
 	if err != nil {
 		return err
 	}
@@ -392,9 +404,13 @@ func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) error {
 // complete starts a generation. Token usage is counted in the metrics;
 // with record, the request's outcome, latency, TTFT and decode speed go to
 // the model's live figures (one stream per request records).
-func (s *Server) complete(ctx context.Context, req inference.CompletionRequest, record bool) (inference.Stream, error) {
+func (s *Server) complete(ctx context.Context, m catalog.Resolved, req inference.CompletionRequest, record bool) (inference.Stream, error) {
+	b, err := target(m)
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
-	st, err := s.Backend.Complete(ctx, req)
+	st, err := b.Complete(ctx, req)
 	if err != nil {
 		if record {
 			s.record(ctx, req.Model, catalog.Observation{Latency: time.Since(start), Failed: true})
@@ -402,6 +418,14 @@ func (s *Server) complete(ctx context.Context, req inference.CompletionRequest, 
 		return nil, err
 	}
 	return &observedStream{Stream: st, s: s, ctx: ctx, model: req.Model, start: start, record: record}, nil
+}
+
+// target is the backend of a resolved model.
+func target(m catalog.Resolved) (inference.Backend, error) {
+	if m.Target == nil {
+		return nil, fmt.Errorf("%w: %q (no local engine)", inference.ErrModelNotFound, m.ID)
+	}
+	return m.Target, nil
 }
 
 // record adds an observation to the model's figures and metrics, unless

@@ -129,7 +129,7 @@ func (s *Server) rerankDocs(w http.ResponseWriter, r *http.Request, req rerankRe
 	if err != nil {
 		return none, nil, nil, 0, err
 	}
-	rr, ok := s.Backend.(inference.Reranker)
+	rr, ok := m.Target.(inference.Reranker)
 	if !ok {
 		return none, nil, nil, 0, apierr.Invalid("model", "reranking is not available on this server")
 	}

@@ -68,7 +68,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := withTimeout(r)
 	defer cancel()
-	st, err := s.complete(ctx, native, true)
+	st, err := s.complete(ctx, m, native, true)
 	if err != nil {
 		return openai.ResponseParam(err)
 	}

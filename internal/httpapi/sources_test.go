@@ -117,6 +117,10 @@ func TestCollectionsAreTeamScoped(t *testing.T) {
 	if resp, _ := do(t, srv, "POST", "/v1/collections/"+id+"/search", "sk-sov-a", `{"query":"hello","top_k":3}`); resp.StatusCode != 200 {
 		t.Fatalf("search: %d", resp.StatusCode)
 	}
+	// A deployment without a default rerank model: rerank true must name one.
+	if resp, body := do(t, srv, "POST", "/v1/collections/"+id+"/search", "sk-sov-a", `{"query":"hello","rerank":true}`); resp.StatusCode != 400 || body["error"].(map[string]any)["param"] != "rerank" {
+		t.Fatalf("rerank without a default model: %d %v", resp.StatusCode, body)
+	}
 	// Team B sees none of it: every route answers 404, and its list is empty.
 	for _, c := range []struct{ method, path, body string }{
 		{"GET", "/v1/collections/" + id, ""},

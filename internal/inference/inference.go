@@ -111,6 +111,10 @@ type CompletionRequest struct {
 	Sampling
 	// Grammar is a GBNF grammar (root rule "root") constraining the output.
 	Grammar string `json:"grammar,omitempty"`
+	// JSONSchema is the client's JSON schema (response_format
+	// json_schema): a local backend compiles it into Grammar, an upstream
+	// gets ResponseFormat instead.
+	JSONSchema json.RawMessage `json:"-"`
 	// JSONOutput ends generation when the JSON value the output starts
 	// with is complete (JSON response formats; see JSONEnd).
 	JSONOutput bool `json:"json_output,omitempty"`

@@ -190,6 +190,20 @@ type ResponseFormat struct {
 		Schema json.RawMessage `json:"schema"`
 		Strict bool            `json:"strict"`
 	} `json:"json_schema,omitempty"`
+	// raw is the field as the client sent it, passed to upstreams as is.
+	raw json.RawMessage
+}
+
+// UnmarshalJSON decodes response_format and keeps the client's bytes.
+func (f *ResponseFormat) UnmarshalJSON(b []byte) error {
+	type plain ResponseFormat
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*f = ResponseFormat(p)
+	f.raw = append(json.RawMessage(nil), b...)
+	return nil
 }
 
 // Sampling holds the sampling fields chat and text completions share,
@@ -361,7 +375,10 @@ func (r *ChatRequest) Native() (inference.CompletionRequest, error) {
 		return out, apierr.Invalid("top_logprobs", "'top_logprobs' requires 'logprobs' to be true")
 	}
 	if rf := r.ResponseFormat; rf != nil {
-		out.ResponseFormat, _ = json.Marshal(rf) // for upstream servers
+		out.ResponseFormat = rf.raw // for upstream servers, as sent
+		if len(out.ResponseFormat) == 0 {
+			out.ResponseFormat, _ = json.Marshal(rf)
+		}
 		switch rf.Type {
 		case "", "text":
 		case "json_object":
@@ -370,11 +387,11 @@ func (r *ChatRequest) Native() (inference.CompletionRequest, error) {
 			if rf.JSONSchema == nil || len(rf.JSONSchema.Schema) == 0 {
 				return out, apierr.Invalid("response_format", "'response_format.json_schema.schema' is required for type json_schema")
 			}
-			g, err := grammar.FromJSONSchema(rf.JSONSchema.Schema)
-			if err != nil {
-				return out, apierr.Invalid("response_format", err.Error())
-			}
-			out.Grammar, out.JSONOutput = g, true
+			// The local backend compiles the schema into a grammar; an
+			// upstream gets the client's response_format untouched, so a
+			// schema our converter cannot take still reaches a server
+			// that can.
+			out.JSONSchema, out.JSONOutput = rf.JSONSchema.Schema, true
 		default:
 			return out, apierr.Invalid("response_format", fmt.Sprintf("unsupported response_format type %q: expected text, json_object or json_schema", rf.Type))
 		}

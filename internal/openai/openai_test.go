@@ -41,7 +41,6 @@ func TestChatRequestErrorsNameTheParam(t *testing.T) {
 		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"logit_bias":{"x":1}}`, apierr.InvalidRequest, "logit_bias"},
 		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"top_logprobs":3}`, apierr.InvalidRequest, "top_logprobs"},
 		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"xml"}}`, apierr.InvalidRequest, "response_format"},
-		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{"type":"decimal"}}}}`, apierr.InvalidRequest, "response_format"},
 		{`{"model":"m","messages":[{"role":"user","content":"hi"}],"stream_options":{"include_usage":true}}`, apierr.InvalidRequest, "stream_options"},
 		{`{"model":"m","messages":[{"role":"user","content":"hi"}]} {}`, apierr.InvalidJSON, ""},
 	}

@@ -357,8 +357,11 @@ func (r *ResponsesRequest) ChatRequest(history, items []InputItem) (ChatRequest,
 // field it came from (tools[0].function.name → tools[0].name,
 // response_format → text.format, max_tokens → max_output_tokens).
 func ResponseParam(err error) error {
-	e, ok := err.(*apierr.Error)
-	if !ok || e.Param == "" {
+	if err == nil {
+		return nil
+	}
+	e := apierr.From(err)
+	if e.Param == "" {
 		return err
 	}
 	p := e.Param

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"testing"
@@ -22,7 +22,7 @@ func TestDefaultRerankModel(t *testing.T) {
 		{"default chat model", "", []catalog.Model{upCE, chat, emb}, "gemma3-270m"},
 		{"none", "", []catalog.Model{emb, upCE}, ""},
 	} {
-		if got, why := defaultRerankModel(c.configured, c.list); got != c.want || (got != "" && why == "") {
+		if got, why := DefaultRerankModel(c.configured, c.list); got != c.want || (got != "" && why == "") {
 			t.Errorf("%s: got %q (%s), want %q", c.name, got, why, c.want)
 		}
 	}

@@ -1,0 +1,220 @@
+// Package app builds Sovereign from a configuration: the database and the
+// key service, the model store, the engine that runs local models, the
+// model catalog (local and upstream models), sources, stored responses and
+// the HTTP API. `sovereign serve` and the end-to-end tests both build the
+// application here, so the tests run what ships.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
+	"github.com/sovereign-ai/sovereign/internal/auth"
+	"github.com/sovereign-ai/sovereign/internal/catalog"
+	"github.com/sovereign-ai/sovereign/internal/config"
+	"github.com/sovereign-ai/sovereign/internal/engine"
+	"github.com/sovereign-ai/sovereign/internal/events"
+	"github.com/sovereign-ai/sovereign/internal/extract"
+	"github.com/sovereign-ai/sovereign/internal/httpapi"
+	"github.com/sovereign-ai/sovereign/internal/inference"
+	"github.com/sovereign-ai/sovereign/internal/metrics"
+	"github.com/sovereign-ai/sovereign/internal/models"
+	"github.com/sovereign-ai/sovereign/internal/sources"
+	"github.com/sovereign-ai/sovereign/internal/store"
+)
+
+// DefaultEmbeddingModel embeds collections that name no model.
+const DefaultEmbeddingModel = "all-minilm-l6-v2"
+
+// Options are what a caller decides beyond the configuration.
+type Options struct {
+	// DB, when set, is the database instead of the one Config.DatabaseURL
+	// opens (the tests open one per dialect); the caller closes it.
+	DB store.Store
+	// Models, when set, is the model store instead of Config.ModelsDir's.
+	Models *models.Store
+	// Engine, when set, is the engine's configuration instead of the one
+	// built from Config; its Catalog, Events and Log are the app's.
+	Engine *engine.Config
+	// CatalogRefresh is how often the catalog re-reads its sources (0:
+	// the catalog's default; negative: never).
+	CatalogRefresh time.Duration
+	Log            *slog.Logger
+}
+
+// App is a built application.
+type App struct {
+	DB      store.Store
+	Keys    *auth.Service
+	Engine  *engine.Manager
+	Catalog *catalog.Catalog
+	Bus     *events.Bus
+	Metrics *metrics.Metrics
+	API     *httpapi.Server
+	// AdminKey is the bootstrap admin key when this start created it
+	// (AdminKeyCreated), to show once.
+	AdminKey        string
+	AdminKeyCreated bool
+	// RerankModel is the default rerank model and RerankWhy the rule that
+	// chose it ("" when none applies).
+	RerankModel, RerankWhy string
+
+	shuttingDown chan struct{}
+	closers      []func()
+}
+
+// New builds the application described by cfg.
+func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err error) {
+	log := opts.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	a = &App{shuttingDown: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			a.Close()
+		}
+	}()
+	a.DB = opts.DB
+	if a.DB == nil {
+		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+			return nil, err
+		}
+		db, err := store.Open(ctx, cfg.DatabaseURL)
+		if err != nil {
+			return nil, fmt.Errorf("opening the database %s: %w", store.Redact(cfg.DatabaseURL), err)
+		}
+		a.DB = db
+		a.closers = append(a.closers, func() { db.Close() })
+	}
+	a.Keys = auth.NewService(a.DB)
+	a.Keys.Logger = log
+	if a.AdminKey, a.AdminKeyCreated, err = a.Keys.Bootstrap(ctx, cfg.BootstrapKey); err != nil {
+		return nil, err
+	}
+	modelStore := opts.Models
+	if modelStore == nil {
+		if modelStore, err = models.Open(cfg.ModelsDir); err != nil {
+			return nil, err
+		}
+	}
+	a.Bus = events.NewBus()
+	ec := engine.Config{Slots: cfg.Slots, CtxPerSlot: cfg.CtxPerSlot, Threads: cfg.Threads, MaxQueue: cfg.MaxQueue,
+		KeepAlive: cfg.KeepAlive, MaxLoaded: cfg.MaxLoaded, Deterministic: cfg.Deterministic}
+	if opts.Engine != nil {
+		ec = *opts.Engine
+	}
+	ec.Catalog, ec.Events, ec.Log = pathsOf{&a.Catalog}, a.Bus, log
+	a.Engine = engine.New(ec)
+	a.closers = append(a.closers, a.Engine.Close)
+	a.Catalog, err = catalog.New(ctx, catalog.Config{
+		Installed: modelStore, Specs: a.DB, Configured: cfg.Models, Local: a.Engine, Events: a.Bus, Log: log, Refresh: opts.CatalogRefresh,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("model catalog: %w", err)
+	}
+	a.closers = append(a.closers, a.Catalog.Close)
+	a.Metrics = metrics.New(func() []metrics.ModelState {
+		var out []metrics.ModelState
+		for _, s := range a.Engine.Status() {
+			out = append(out, metrics.ModelState{ID: s.ID, State: s.State, Inflight: s.Inflight})
+		}
+		return out
+	})
+	a.RerankModel, a.RerankWhy = DefaultRerankModel(cfg.RerankModel, a.Catalog.List(ctx))
+	a.API = &httpapi.Server{
+		Models: a.Catalog, Auth: a.Keys, Keys: a.Keys, Metrics: a.Metrics, Log: log, MaxBody: cfg.MaxBodyBytes,
+		Sources: sources.New(a.DB, a.Catalog, DefaultEmbeddingModel, log), Extract: ExtractFile,
+		DefaultEmbeddingModel: DefaultEmbeddingModel, DefaultRerankModel: a.RerankModel,
+		Responses: a.DB,
+		Ready: func(ctx context.Context) error {
+			select {
+			case <-a.shuttingDown:
+				return errors.New("shutting down")
+			default:
+			}
+			return a.DB.Ping(ctx)
+		},
+	}
+	return a, nil
+}
+
+// Handler is the HTTP API.
+func (a *App) Handler() http.Handler { return a.API.Handler() }
+
+// ShuttingDown makes /readyz fail, so load balancers stop sending new
+// requests while in-flight ones finish.
+func (a *App) ShuttingDown() {
+	select {
+	case <-a.shuttingDown:
+	default:
+		close(a.shuttingDown)
+	}
+}
+
+// Close stops the catalog and the engine (its runners) and closes the
+// database the app opened, in reverse order of building.
+func (a *App) Close() {
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		a.closers[i]()
+	}
+	a.closers = nil
+}
+
+// pathsOf lets the engine find GGUF files through the model catalog,
+// which is built after the engine (the catalog routes to the engine).
+type pathsOf struct{ c **catalog.Catalog }
+
+func (p pathsOf) ModelPath(id string) (string, error) {
+	if *p.c == nil {
+		return "", fmt.Errorf("%w: %q", inference.ErrModelNotFound, id)
+	}
+	return (*p.c).ModelPath(id)
+}
+
+// DefaultRerankModel picks the model that serves rerank requests naming
+// no model: the configured one (SOVEREIGN_RERANK_MODEL or rerank_model)
+// when set, else the first installed local model whose rerank method is
+// cross-encoder, else the default chat model (query-likelihood) when
+// installed. It returns "" when none applies, and says which rule chose.
+func DefaultRerankModel(configured string, list []catalog.Model) (id, why string) {
+	if configured != "" {
+		return configured, "configuration"
+	}
+	for _, m := range list {
+		if m.Backend == catalog.BackendLocal && m.RerankMethod == models.RerankCrossEncoder {
+			return m.ID, "first installed cross-encoder"
+		}
+	}
+	chat := ""
+	for _, d := range models.Defaults {
+		if d.Purpose == models.CapChat {
+			chat = d.ID
+			break
+		}
+	}
+	for _, m := range list {
+		if m.ID == chat && m.Backend == catalog.BackendLocal && m.RerankMethod != "" {
+			return m.ID, "default chat model (" + m.RerankMethod + ")"
+		}
+	}
+	return "", ""
+}
+
+// ExtractFile reads an uploaded file.
+func ExtractFile(name, contentType string, data []byte) (text, title, format string, err error) {
+	d, err := extract.Extract(name, contentType, data)
+	if err != nil {
+		if errors.Is(err, extract.ErrTooLarge) {
+			return "", "", "", apierr.New(apierr.BodyTooLarge, err.Error())
+		}
+		return "", "", "", err
+	}
+	return d.Text, d.Title, d.Format, nil
+}
