@@ -145,5 +145,5 @@ func relayLimits(m catalog.Resolved, path string, body []byte, p openai.Peek) ([
 	if path == "/responses" {
 		field = "max_output_tokens"
 	}
-	return rawjson.Set(body, field, []byte(strconv.Itoa(l)))
+	return rawjson.SetValid(body, field, []byte(strconv.Itoa(l)))
 }

@@ -16,8 +16,8 @@ type RelayRequest struct {
 	// Path is the OpenAI path after /v1: /chat/completions, /completions,
 	// /embeddings, /responses.
 	Path string
-	// Body is the client's JSON body; the relayer sets its "model" to the
-	// name the upstream knows.
+	// Body is the client's JSON body, valid JSON (the caller checked); the
+	// relayer sets its "model" to the name the upstream knows.
 	Body []byte
 	// Stream says the answer is a server-sent event stream.
 	Stream bool

@@ -42,7 +42,8 @@ func decodeError(err error) error {
 	var maxErr *http.MaxBytesError
 	switch {
 	case errors.As(err, &te):
-		field := strings.TrimPrefix(te.Field, "Sampling.")
+		// Fields of embedded structs come prefixed with the struct's name.
+		field := strings.TrimPrefix(strings.TrimPrefix(te.Field, "Sampling."), "Peek.")
 		if field == "" {
 			return apierr.New(apierr.InvalidJSON, "the request body must be a JSON object")
 		}

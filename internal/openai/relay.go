@@ -3,10 +3,13 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
+	"github.com/sovereign-ai/sovereign/internal/rawjson"
 )
 
 // ReadBody reads a request body whole, with Decode's errors for a body
@@ -44,29 +47,79 @@ type Peek struct {
 // (messages), completions (prompt), embeddings (input) or responses
 // (input, instructions). Malformed JSON and wrong types of the fields it
 // reads are errors, as for Decode.
+//
+// It runs on every relayed request, so it scans the body (one validity
+// pass, then rawjson's scanner over the members it wants) rather than
+// decoding it; the values it keeps are decoded alone.
 func PeekRequest(body []byte) (Peek, error) {
-	var raw struct {
-		Peek
-		Tools        []json.RawMessage `json:"tools"`
-		Messages     []peekItem        `json:"messages"`
-		Prompt       json.RawMessage   `json:"prompt"`
-		Input        json.RawMessage   `json:"input"`
-		Instructions json.RawMessage   `json:"instructions"`
+	var p Peek
+	if !json.Valid(body) {
+		return p, strictPeek(body)
 	}
-	if err := Decode(bytes.NewReader(body), &raw); err != nil {
-		return Peek{}, err
-	}
-	p := raw.Peek
-	p.Tools = raw.Tools
 	var sb strings.Builder
-	for i, m := range raw.Messages {
-		m.collect(&sb, &p, fmt.Sprintf("messages[%d]", i))
+	var bad bool
+	err := rawjson.Members(body, func(k, v []byte) bool {
+		var err error
+		switch string(k) {
+		case "model":
+			err = json.Unmarshal(v, &p.Model)
+		case "stream":
+			err = json.Unmarshal(v, &p.Stream)
+		case "stream_options":
+			err = json.Unmarshal(v, &p.StreamOptions)
+		case "max_tokens":
+			err = json.Unmarshal(v, &p.MaxTokens)
+		case "max_completion_tokens":
+			err = json.Unmarshal(v, &p.MaxCompletionTokens)
+		case "max_output_tokens":
+			err = json.Unmarshal(v, &p.MaxOutputTokens)
+		case "tools":
+			if v[0] != '[' && v[0] != 'n' {
+				bad = true
+				return false
+			}
+			err = rawjson.Elements(v, func(t []byte) bool {
+				p.Tools = append(p.Tools, json.RawMessage(t))
+				return true
+			})
+		case "messages":
+			if v[0] != '[' && v[0] != 'n' {
+				bad = true
+				return false
+			}
+			i := 0
+			err = rawjson.Elements(v, func(m []byte) bool {
+				peekItem(m, &sb, &p, "messages["+strconv.Itoa(i)+"]")
+				i++
+				return true
+			})
+		case "instructions", "prompt", "input":
+			peekValue(v, &sb, &p, string(k))
+		}
+		bad = err != nil
+		return !bad
+	})
+	if err != nil || bad {
+		// Not an object, or a field of the wrong type: the decoder says
+		// which, as for any request.
+		return Peek{}, strictPeek(body)
 	}
-	peekValue(raw.Instructions, &sb, &p, "instructions")
-	peekValue(raw.Prompt, &sb, &p, "prompt")
-	peekValue(raw.Input, &sb, &p, "input")
 	p.Prompt = sb.String()
 	return p, nil
+}
+
+// strictPeek decodes the fields a Peek reads with encoding/json, for its
+// error: the field and the type expected.
+func strictPeek(body []byte) error {
+	var raw struct {
+		Peek
+		Tools    []json.RawMessage `json:"tools"`
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if err := Decode(bytes.NewReader(body), &raw); err != nil {
+		return err
+	}
+	return apierr.New(apierr.InvalidJSON, "the request body could not be read")
 }
 
 func (p *Peek) addKind(kind, param string) {
@@ -76,22 +129,22 @@ func (p *Peek) addKind(kind, param string) {
 	}
 }
 
-// peekItem is a chat message or a Responses input item.
-type peekItem struct {
-	Content json.RawMessage `json:"content"`
-	Output  json.RawMessage `json:"output"`
-}
-
-func (m peekItem) collect(sb *strings.Builder, p *Peek, at string) {
-	peekValue(m.Content, sb, p, at+".content")
-	peekValue(m.Output, sb, p, at+".output")
+// peekItem reads a chat message or a Responses input item: its content
+// (or a function call's output).
+func peekItem(item []byte, sb *strings.Builder, p *Peek, at string) {
+	rawjson.Members(item, func(k, v []byte) bool {
+		switch string(k) {
+		case "content", "output":
+			peekValue(v, sb, p, at+"."+string(k))
+		}
+		return true
+	})
 }
 
 // peekValue adds the text of a string, an array of strings, or an array
 // of content parts or items to sb, and the part types other than text to
 // p's kinds; at is v's place in the request.
-func peekValue(v json.RawMessage, sb *strings.Builder, p *Peek, at string) {
-	v = bytes.TrimSpace(v)
+func peekValue(v []byte, sb *strings.Builder, p *Peek, at string) {
 	if len(v) == 0 {
 		return
 	}
@@ -103,35 +156,38 @@ func peekValue(v json.RawMessage, sb *strings.Builder, p *Peek, at string) {
 			sb.WriteByte('\n')
 		}
 	case '[':
-		var items []json.RawMessage
-		if json.Unmarshal(v, &items) != nil {
-			return
-		}
-		for i, it := range items {
-			it = bytes.TrimSpace(it)
-			if len(it) == 0 || it[0] != '{' {
+		i := 0
+		rawjson.Elements(v, func(it []byte) bool {
+			defer func() { i++ }()
+			if it[0] != '{' {
 				peekValue(it, sb, p, at)
-				continue
+				return true
 			}
-			var part struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-				peekItem
+			var typ, text []byte
+			rawjson.Members(it, func(k, v []byte) bool {
+				switch string(k) {
+				case "type":
+					typ = v
+				case "text":
+					text = v
+				}
+				return true
+			})
+			kind := ""
+			if len(typ) > 0 {
+				json.Unmarshal(typ, &kind)
 			}
-			if json.Unmarshal(it, &part) != nil {
-				continue
-			}
-			switch part.Type {
+			switch kind {
 			case "text", "input_text", "output_text", "":
-				sb.WriteString(part.Text)
-				sb.WriteByte('\n')
+				peekValue(text, sb, p, at)
 			case "message", "function_call", "function_call_output", "reasoning", "item_reference":
 				// Responses input items, not content parts
 			default:
-				p.addKind(part.Type, at)
+				p.addKind(kind, at)
 			}
-			part.collect(sb, p, fmt.Sprintf("%s[%d]", at, i))
-		}
+			peekItem(it, sb, p, at+"["+strconv.Itoa(i)+"]")
+			return true
+		})
 	}
 }
 

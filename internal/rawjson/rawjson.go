@@ -96,11 +96,16 @@ func Set(doc []byte, key string, value []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return splice(doc, key, value, sp), nil
+}
+
+// splice writes value at sp (adding the member key when sp was not found).
+func splice(doc []byte, key string, value []byte, sp Span) []byte {
 	out := make([]byte, 0, len(doc)+len(key)+len(value)+4)
 	if sp.Found {
 		out = append(out, doc[:sp.Start]...)
 		out = append(out, value...)
-		return append(out, doc[sp.End:]...), nil
+		return append(out, doc[sp.End:]...)
 	}
 	out = append(out, doc[:sp.Start]...)
 	if !sp.Empty {
@@ -110,7 +115,7 @@ func Set(doc []byte, key string, value []byte) ([]byte, error) {
 	out = append(out, k...)
 	out = append(out, ':')
 	out = append(out, value...)
-	return append(out, doc[sp.End:]...), nil
+	return append(out, doc[sp.End:]...)
 }
 
 // SetString is Set with a string value.

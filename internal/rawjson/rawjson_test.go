@@ -67,3 +67,29 @@ func FuzzSet(f *testing.F) {
 		}
 	})
 }
+
+// FuzzFindValid checks the scanner against the decoder: on every valid
+// JSON object they find the same member at the same place.
+func FuzzFindValid(f *testing.F) {
+	for _, s := range []string{`{"model":"a","messages":[{"role":"user","content":"h\\"i]}"}]}`, `{}`, `{"a":{"model":1},"model":[1,{"x":"}"}]}`, ` { "m\u006fdel" : null } `, `{"model":1e5,"b":true}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		want, werr := Find(doc, "model")
+		if !json.Valid(doc) {
+			FindValid(doc, "model") // must not panic
+			return
+		}
+		got, gerr := FindValid(doc, "model")
+		if (werr == nil) != (gerr == nil) || werr == nil && got != want {
+			t.Fatalf("FindValid(%q) = %+v, %v; Find = %+v, %v", doc, got, gerr, want, werr)
+		}
+		var n []json.RawMessage
+		if json.Unmarshal(doc, &n) == nil {
+			count := 0
+			if err := Elements(doc, func([]byte) bool { count++; return true }); err != nil || count != len(n) {
+				t.Fatalf("Elements(%q): %d, %v; want %d", doc, count, err, len(n))
+			}
+		}
+	})
+}

@@ -21,7 +21,8 @@ var _ inference.Relayer = (*Backend)(nil)
 // sends it, with the model name mapped back. The replica is chosen, and
 // failed over, as for Complete.
 func (b *Backend) Relay(ctx context.Context, req inference.RelayRequest) (inference.Relay, error) {
-	body, err := rawjson.SetString(req.Body, "model", b.cfg.UpstreamModel)
+	model, _ := json.Marshal(b.cfg.UpstreamModel)
+	body, err := rawjson.SetValid(req.Body, "model", model)
 	if err != nil {
 		return nil, &inference.InvalidError{Message: "the request body must be a JSON object"}
 	}
@@ -183,11 +184,11 @@ func (r *relay) failed(err error) error {
 // and in a Responses event's "response".
 func (r *relay) mapModel(data []byte) []byte {
 	id, _ := json.Marshal(r.b.cfg.Model)
-	if sp, err := rawjson.Find(data, "model"); err == nil && sp.Found && data[sp.Start] == '"' {
+	if sp, err := rawjson.FindValid(data, "model"); err == nil && sp.Found && data[sp.Start] == '"' {
 		data = append(append(append([]byte(nil), data[:sp.Start]...), id...), data[sp.End:]...)
 	}
 	if r.req.Path == "/responses" {
-		if sp, err := rawjson.Find(data, "response"); err == nil && sp.Found && data[sp.Start] == '{' {
+		if sp, err := rawjson.FindValid(data, "response"); err == nil && sp.Found && data[sp.Start] == '{' {
 			inner := r.mapInner(data[sp.Start:sp.End], id)
 			data = append(append(append([]byte(nil), data[:sp.Start]...), inner...), data[sp.End:]...)
 		}
@@ -196,7 +197,7 @@ func (r *relay) mapModel(data []byte) []byte {
 }
 
 func (r *relay) mapInner(obj, id []byte) []byte {
-	if sp, err := rawjson.Find(obj, "model"); err == nil && sp.Found && obj[sp.Start] == '"' {
+	if sp, err := rawjson.FindValid(obj, "model"); err == nil && sp.Found && obj[sp.Start] == '"' {
 		return append(append(append([]byte(nil), obj[:sp.Start]...), id...), obj[sp.End:]...)
 	}
 	return obj
