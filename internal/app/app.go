@@ -14,6 +14,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/answers"
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
@@ -128,9 +129,10 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 		return out
 	})
 	a.RerankModel, a.RerankWhy = DefaultRerankModel(cfg.RerankModel, a.Catalog.List(ctx))
+	srcs := sources.New(a.DB, a.Catalog, DefaultEmbeddingModel, log)
 	a.API = &httpapi.Server{
 		Models: a.Catalog, Auth: a.Keys, Keys: a.Keys, Metrics: a.Metrics, Log: log, MaxBody: cfg.MaxBodyBytes,
-		Sources: sources.New(a.DB, a.Catalog, DefaultEmbeddingModel, log), Extract: ExtractFile,
+		Sources: srcs, Answers: &answers.Service{Store: srcs}, Extract: ExtractFile,
 		DefaultEmbeddingModel: DefaultEmbeddingModel, DefaultRerankModel: a.RerankModel,
 		Responses: a.DB,
 		Ready: func(ctx context.Context) error {

@@ -238,3 +238,70 @@ func TestResponsesRelayToUpstreams(t *testing.T) {
 		t.Fatalf("output text %v, want %q", text, up.Reply())
 	}
 }
+
+// TestResponsesWithCitations: the Responses API answers from sources with
+// Sovereign's citations extension, the citations coming back as the
+// output text's annotations (url_citation for a source with a URL), as
+// response.output_text.annotation.added events when streamed, and as
+// source links under the response's id.
+func TestResponsesWithCitations(t *testing.T) {
+	e := newEnv(t, defaultStore(t), engine.Config{CtxPerSlot: 2048})
+	body := map[string]any{"model": "gemma3-270m", "citations": true, "temperature": 0, "max_output_tokens": 60,
+		"input":   "What coolant does the zorblat engine run on?",
+		"sources": map[string]any{"documents": []map[string]string{{"id": "engines", "title": "Engines", "url": "https://example.test/engines", "text": "The zorblat engine runs on purple coolant and was first built in Qarth in 1872."}}}}
+	resp := e.request(e.key, "POST", "/v1/responses", body)
+	var out struct {
+		ID     string
+		Output []struct {
+			Type    string
+			Content []struct {
+				Text        string
+				Annotations []map[string]any
+			}
+		}
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	json.Unmarshal(raw, &out)
+	matchOpenAI(t, "Response", "a response with citations", raw)
+	if resp.StatusCode != 200 || len(out.Output) == 0 || len(out.Output[0].Content) == 0 {
+		t.Fatalf("%d %+v", resp.StatusCode, out)
+	}
+	text, anns := out.Output[0].Content[0].Text, out.Output[0].Content[0].Annotations
+	if !strings.Contains(strings.ToLower(text), "purple") || len(anns) == 0 {
+		t.Fatalf("answer %q, annotations %v", text, anns)
+	}
+	runes := []rune(text)
+	for _, a := range anns {
+		s, e2 := int(a["start_index"].(float64)), int(a["end_index"].(float64))
+		if a["type"] != "url_citation" || a["url"] != "https://example.test/engines" || s < 0 || e2 > len(runes) || s >= e2 {
+			t.Fatalf("annotation %v on %q", a, text)
+		}
+	}
+	links := e.json("GET", "/v1/source_links?response_id="+out.ID, nil, 200)
+	if data := links["data"].([]any); len(data) != len(anns) {
+		t.Fatalf("%d source links for %d annotations", len(data), len(anns))
+	}
+
+	body["stream"] = true
+	sresp := e.request(e.key, "POST", "/v1/responses", body)
+	defer sresp.Body.Close()
+	var added, completed int
+	for _, ev := range sseData(t, sresp.Body) {
+		var head struct{ Type string }
+		json.Unmarshal(ev, &head)
+		switch head.Type {
+		case "response.output_text.annotation.added":
+			added++
+			matchOpenAI(t, "ResponseStreamEvent", "annotation event", ev)
+		case "response.completed", "response.incomplete":
+			completed++
+			if added == 0 {
+				t.Fatal("the response ended before its annotations")
+			}
+		}
+	}
+	if added != len(anns) || completed != 1 {
+		t.Fatalf("streamed: %d annotation events, want %d; %d completions", added, len(anns), completed)
+	}
+}

@@ -1,32 +1,19 @@
 package httpapi
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/answers"
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/citation"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/openai"
 	"github.com/sovereign-ai/sovereign/internal/sources"
-)
-
-// DefaultCollectionName is the name of the collection a team's completions
-// with citations draw on when the request names no sources.
-const DefaultCollectionName = "default"
-
-// Bounds of a grounded completion's sources.
-const (
-	maxSourceCollections = 20
-	maxInlineDocuments   = 20
-	maxInlineChars       = 100_000
-	defaultSourcesTopK   = 5
 )
 
 // groundedCompletion answers POST /v1/completions with messages, citations
@@ -58,13 +45,11 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 		return err
 	}
 	cite := req.Citations != nil && *req.Citations
-	srcs, err := s.gatherSources(w, r, req.Sources, cite, question(native.Messages))
+	ans, err := s.prepareAnswer(w, r, native, cite, req.Sources)
 	if err != nil {
 		return err
 	}
-	if cite || req.Sources != nil {
-		native.Messages = withSystem(native.Messages, citation.SystemPrompt(srcs, cite))
-	}
+	native = ans.Chat
 	native.Model, native.Stream = m.ID, req.Stream
 	ctx, cancel := withTimeout(r)
 	defer cancel()
@@ -73,7 +58,6 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 		return err
 	}
 	defer stream.Close()
-	cw := citation.NewWriter(srcs, cite)
 	// A prompt is answered as a text completion, messages as a chat
 	// completion, so that each SDK method reads its own shape.
 	textForm := req.Messages == nil
@@ -85,7 +69,7 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 			if err != nil {
 				return err
 			}
-			out.Choices[0].Text = cw.Write(out.Choices[0].Text) + cw.Flush()
+			out.Choices[0].Text = ans.Write(out.Choices[0].Text) + ans.Flush()
 			id, resp = out.ID, &openai.CitedTextCompletion{TextCompletion: out}
 		} else {
 			out, err := openai.CollectChat([]inference.Stream{stream}, m.ID, false)
@@ -93,19 +77,19 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 				return err
 			}
 			ch := &out.Choices[0].Message
-			ch.Content = cw.Write(ch.Content) + cw.Flush()
+			ch.Content = ans.Write(ch.Content) + ans.Flush()
 			id, resp = out.ID, &openai.CitedChatCompletion{ChatCompletion: out}
 		}
 		if cite {
-			cits := cw.Citations()
-			if err := s.recordLinks(ctx, r, id, m.ID, cits); err != nil {
+			cits, unsupported, err := ans.Finish(ctx, id, m.ID)
+			if err != nil {
 				return err
 			}
 			switch v := resp.(type) {
 			case *openai.CitedTextCompletion:
-				v.Citations, v.Unsupported = cits, cw.Unsupported()
+				v.Citations, v.Unsupported = cits, unsupported
 			case *openai.CitedChatCompletion:
-				v.Citations, v.Unsupported = cits, cw.Unsupported()
+				v.Citations, v.Unsupported = cits, unsupported
 			}
 		}
 		return writeJSON(w, http.StatusOK, resp)
@@ -124,9 +108,9 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 	}
 	var usage *inference.Usage
 	for {
-		ev.Text = cw.Write(ev.Text)
+		ev.Text = ans.Write(ev.Text)
 		if ev.Done {
-			ev.Text += cw.Flush()
+			ev.Text += ans.Flush()
 			usage = ev.Usage
 		}
 		for _, c := range form.chunks(ev) {
@@ -144,11 +128,11 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 		}
 	}
 	if cite {
-		cits := cw.Citations()
-		if err := s.recordLinks(ctx, r, form.id, m.ID, cits); err != nil {
+		cits, unsupported, err := ans.Finish(ctx, form.id, m.ID)
+		if err != nil {
 			return out.fail(err)
 		}
-		if err := out.send(form.citations(cits, cw.Unsupported())); err != nil {
+		if err := out.send(form.citations(cits, unsupported)); err != nil {
 			return err
 		}
 	}
@@ -193,87 +177,31 @@ func anys[T any](xs []T) []any {
 	return out
 }
 
-// question is the text retrieval searches with: the last user message.
-func question(msgs []inference.Message) string {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == "user" && strings.TrimSpace(msgs[i].Content) != "" {
-			return msgs[i].Content
-		}
+// prepareAnswer resolves an answer's sources from the request's sources
+// field (search options decoded here: the rerank model is resolved like
+// any model) and hands the rest to the answers service.
+func (s *Server) prepareAnswer(w http.ResponseWriter, r *http.Request, chat inference.CompletionRequest, cite bool, p *openai.SourcesParam) (*answers.Answer, error) {
+	req := answers.Request{TeamID: teamOf(r), Chat: chat, Cite: cite, Grounded: p != nil, Param: "sources"}
+	if k, ok := KeyFrom(r.Context()); ok {
+		req.KeyID = k.ID
 	}
-	return ""
-}
-
-// withSystem puts the sources prompt first: as the system message, or
-// ahead of the caller's own system message.
-func withSystem(msgs []inference.Message, prompt string) []inference.Message {
-	if len(msgs) > 0 && msgs[0].Role == "system" {
-		out := append([]inference.Message(nil), msgs...)
-		out[0].Content = prompt + "\n\n" + msgs[0].Content
-		return out
-	}
-	return append([]inference.Message{{Role: "system", Content: prompt}}, msgs...)
-}
-
-// gatherSources resolves a grounded completion's sources: the chunks that
-// retrieval finds for the question in the named collections (the team's
-// default collection when citations are asked for and no sources are
-// named), then the inline documents. Collections of other teams are
-// reported as missing.
-func (s *Server) gatherSources(w http.ResponseWriter, r *http.Request, p *openai.SourcesParam, cite bool, query string) ([]citation.Source, error) {
-	if p == nil && !cite {
-		return nil, nil
-	}
-	if p == nil {
-		p = &openai.SourcesParam{}
+	if !cite && p == nil {
+		return s.answers().Prepare(r.Context(), req)
 	}
 	if err := s.sourcesOn(); err != nil {
 		return nil, err
 	}
-	if len(p.Collections) > maxSourceCollections {
-		return nil, apierr.Invalid("sources.collections", fmt.Sprintf("at most %d collections", maxSourceCollections))
+	if p == nil {
+		p = &openai.SourcesParam{}
 	}
-	if len(p.Documents) > maxInlineDocuments {
-		return nil, apierr.Invalid("sources.documents", fmt.Sprintf("at most %d documents", maxInlineDocuments))
+	req.Collections = p.Collections
+	for _, d := range p.Documents {
+		req.Documents = append(req.Documents, answers.Document{ID: d.ID, Title: d.Title, URL: d.URL, Text: d.Text})
 	}
-	team := teamOf(r)
-	var cols []sources.Collection
-	seen := map[string]bool{}
-	for i, id := range p.Collections {
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		c, err := s.Sources.GetCollection(r.Context(), id)
-		if err == nil && c.TeamID != team {
-			err = sources.ErrNotFound
-		}
-		if err != nil {
-			if errors.Is(err, sources.ErrNotFound) {
-				return nil, &apierr.Error{Code: apierr.NotFound, Param: fmt.Sprintf("sources.collections[%d]", i), Message: fmt.Sprintf("no collection %q", id), Err: err}
-			}
-			return nil, err
-		}
-		cols = append(cols, c)
-	}
-	if len(p.Collections) == 0 && len(p.Documents) == 0 {
-		all, err := s.Sources.ListCollections(r.Context(), team)
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range all {
-			if c.Name == DefaultCollectionName {
-				cols = append(cols, c)
-			}
-		}
-		if len(cols) == 0 {
-			return nil, apierr.Invalid("sources", fmt.Sprintf("no 'sources' given and your team has no collection named %q: name collections or documents in 'sources', or create that collection", DefaultCollectionName))
-		}
-	}
-	var out []citation.Source
-	if len(cols) > 0 {
+	if len(p.Collections) > 0 || len(p.Documents) == 0 {
 		topK := p.TopK
 		if topK == nil {
-			k := defaultSourcesTopK
+			k := answers.DefaultTopK
 			topK = &k
 		}
 		o, err := s.searchOptions(w, r, topK, p.Mode, p.Rerank)
@@ -284,51 +212,18 @@ func (s *Server) gatherSources(w http.ResponseWriter, r *http.Request, p *openai
 			}
 			return nil, err
 		}
-		if strings.TrimSpace(query) == "" {
-			return nil, apierr.Invalid("messages", "a completion with sources needs a user message to search with")
-		}
-		hits, err := s.Sources.Search(r.Context(), cols, query, o)
-		if err != nil {
-			return nil, err
-		}
-		for _, h := range hits {
-			ref := ChunkRef(h.Chunk.ID)
-			out = append(out, citation.Source{ID: ref, CollectionID: h.Chunk.CollectionID, DocumentID: h.Chunk.DocumentID, ChunkID: ref,
-				Title: h.Document.Title, URL: h.Document.URL, Text: h.Chunk.Text})
-		}
+		req.Search = o
 	}
-	for i, d := range p.Documents {
-		param := fmt.Sprintf("sources.documents[%d]", i)
-		if strings.TrimSpace(d.Text) == "" {
-			return nil, apierr.Invalid(param+".text", "a document needs non-empty 'text'")
-		}
-		if len(d.Text) > maxInlineChars {
-			return nil, apierr.Invalid(param+".text", fmt.Sprintf("a document's text is limited to %d bytes; upload longer ones to a collection", maxInlineChars))
-		}
-		id := d.ID
-		if id == "" {
-			id = "doc_" + strconv.Itoa(i+1)
-		}
-		out = append(out, citation.Source{ID: id, DocumentID: id, Title: d.Title, URL: d.URL, Text: d.Text})
-	}
-	return out, nil
+	return s.answers().Prepare(r.Context(), req)
 }
 
-// recordLinks writes one source link per citation and source.
-func (s *Server) recordLinks(ctx context.Context, r *http.Request, responseID, model string, cits []citation.Citation) error {
-	k, _ := KeyFrom(r.Context())
-	var links []sources.SourceLink
-	for _, c := range cits {
-		for _, src := range c.Sources {
-			links = append(links, sources.SourceLink{TeamID: k.TeamID, KeyID: k.ID, ResponseID: responseID, Model: model,
-				CitationIndex: c.Index, Start: c.Start, End: c.End, Text: c.Text, SourceNumber: src.Number, SourceID: src.ID,
-				CollectionID: src.CollectionID, DocumentID: src.DocumentID, ChunkID: src.ChunkID, Title: src.Title, URL: src.URL, Snippet: src.Snippet})
-		}
+// answers is the answers service: the configured one, or one over the
+// sources service.
+func (s *Server) answers() *answers.Service {
+	if s.Answers != nil {
+		return s.Answers
 	}
-	if err := s.Sources.RecordLinks(context.WithoutCancel(ctx), links); err != nil {
-		return fmt.Errorf("recording source links: %w", err)
-	}
-	return nil
+	return &answers.Service{Store: s.Sources}
 }
 
 // SourceLinkObject is the API's source link.

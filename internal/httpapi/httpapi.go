@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/answers"
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/metrics"
@@ -36,6 +37,9 @@ type Server struct {
 	// Responses keeps the Responses API's stored responses (nil: only
 	// "store": false is served).
 	Responses responses.Store
+	// Answers answers with sources (completions with citations or
+	// sources, and the Responses API's citations).
+	Answers *answers.Service
 	// Extract reads uploaded files (nil: uploads are refused).
 	Extract Extractor
 	// DefaultEmbeddingModel is a new collection's embedding model when the

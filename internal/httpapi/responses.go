@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
+	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/openai"
 	"github.com/sovereign-ai/sovereign/internal/responses"
 )
@@ -28,7 +29,9 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if m.Relay != nil && m.Has("responses") {
+	// Answers with sources are Sovereign's own; anything else for an
+	// upstream that serves /responses is relayed.
+	if m.Relay != nil && m.Has("responses") && !openai.GroundedBody(body) {
 		return s.relay(w, r, m, "/responses", body, peek)
 	}
 	var req openai.ResponsesRequest
@@ -61,6 +64,11 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	if err := limit(m, &native); err != nil {
 		return openai.ResponseParam(err)
 	}
+	ans, err := s.prepareAnswer(w, r, native, req.Cite(), req.Sources)
+	if err != nil {
+		return err
+	}
+	native = ans.Chat
 	native.Model, native.Stream = m.ID, req.Stream
 	store := req.Store == nil || *req.Store
 	if store && s.Responses == nil {
@@ -78,9 +86,28 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	// add gives the builder one event, its text settled by the answer
+	// (which holds a citation marker back until it stands), with the
+	// citations as annotations before the end.
+	add := func(ev inference.Event) ([]openai.ResponseEvent, error) {
+		ev.Text = ans.Write(ev.Text)
+		if !ev.Done {
+			return b.Add(ev), nil
+		}
+		out := b.Add(inference.Event{Text: ans.Flush()})
+		cits, _, err := ans.Finish(ctx, b.Response().ID, m.ID)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, b.Annotate(cits)...)
+		ev.Text = ""
+		return append(out, b.Add(ev)...), nil
+	}
 	if !req.Stream {
 		for ev := first; ; {
-			b.Add(ev)
+			if _, err := add(ev); err != nil {
+				return err
+			}
 			if ev.Done {
 				break
 			}
@@ -113,7 +140,12 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	for ev := first; ; {
-		if err := send(b.Add(ev)); err != nil {
+		evs, err := add(ev)
+		if err != nil {
+			send([]openai.ResponseEvent{b.Fail(string(apierr.From(err).Code), err.Error())})
+			return err
+		}
+		if err := send(evs); err != nil {
 			return err // the client went away; closing the stream cancels generation
 		}
 		if ev.Done {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/answers"
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/openai"
@@ -434,7 +435,7 @@ type SearchResult struct {
 }
 
 // ChunkRef is the public id of a chunk.
-func ChunkRef(id int64) string { return fmt.Sprintf("chunk_%d", id) }
+func ChunkRef(id int64) string { return answers.ChunkRef(id) }
 
 const maxTopK = 100
 

@@ -4,8 +4,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"github.com/sovereign-ai/sovereign/internal/citation"
 	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/citation"
 
 	"github.com/sovereign-ai/sovereign/internal/inference"
 )

@@ -35,7 +35,15 @@ type ResponsesRequest struct {
 	Metadata           map[string]any  `json:"metadata"`
 	User               string          `json:"user"`
 	Truncation         string          `json:"truncation"`
+	// Citations and Sources answer from sources, as on /v1/completions
+	// (Sovereign's extension): citations come back as the output text's
+	// annotations.
+	Citations *bool         `json:"citations"`
+	Sources   *SourcesParam `json:"sources"`
 }
+
+// Cite reports whether the request asks for citations.
+func (r *ResponsesRequest) Cite() bool { return r.Citations != nil && *r.Citations }
 
 // ResponseTool is a Responses tool: function tools are flat
 // ({type, name, description, parameters, strict}).

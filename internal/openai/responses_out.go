@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/sovereign-ai/sovereign/internal/citation"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 )
 
@@ -304,6 +305,34 @@ func (b *ResponseBuilder) closeCall() []ResponseEvent {
 		b.event("response.function_call_arguments.done", map[string]any{"item_id": c.ID, "output_index": i, "name": c.Name, "arguments": c.Arguments}),
 		b.event("response.output_item.done", map[string]any{"output_index": i, "item": *c}),
 	}
+}
+
+// Annotate adds citations to the open message's text as annotations — a
+// url_citation for a source with a URL, a file_citation (the document's id
+// and title) otherwise; offsets are in characters — and returns their
+// response.output_text.annotation.added events. Call it after the last
+// text and before the final event.
+func (b *ResponseBuilder) Annotate(cits []citation.Citation) []ResponseEvent {
+	if b.msg < 0 {
+		return nil
+	}
+	m := &b.resp.Output[b.msg]
+	var out []ResponseEvent
+	for _, c := range cits {
+		for _, src := range c.Sources {
+			var a map[string]any
+			if src.URL != "" {
+				a = map[string]any{"type": "url_citation", "url": src.URL, "title": src.Title, "start_index": c.Start, "end_index": c.End}
+			} else {
+				a = map[string]any{"type": "file_citation", "file_id": src.DocumentID, "filename": src.Title, "index": c.End}
+			}
+			i := len(m.Content[0].Annotations)
+			m.Content[0].Annotations = append(m.Content[0].Annotations, a)
+			out = append(out, b.event("response.output_text.annotation.added", map[string]any{
+				"item_id": m.ID, "output_index": b.msg, "content_index": 0, "annotation_index": i, "annotation": a}))
+		}
+	}
+	return out
 }
 
 // Fail ends the response as failed.

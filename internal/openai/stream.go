@@ -2,9 +2,10 @@ package openai
 
 import (
 	"errors"
-	"github.com/sovereign-ai/sovereign/internal/citation"
 	"io"
 	"strings"
+
+	"github.com/sovereign-ai/sovereign/internal/citation"
 
 	"github.com/sovereign-ai/sovereign/internal/inference"
 )
