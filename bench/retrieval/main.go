@@ -56,6 +56,8 @@ type config struct {
 	queries, warmup                                      int
 	ingestDocs, ingestDocBytes                           int
 	qualityDocs, qualityQueries, rerankCandidates        int
+	citationQueries                                      int
+	chatModel                                            string
 	seed                                                 uint64
 	phases                                               map[string]bool
 	// reuse keeps the latency corpus of an earlier run in work.
@@ -107,6 +109,8 @@ func parseFlags() (config, error) {
 	flag.IntVar(&c.ingestDocBytes, "ingest-doc-bytes", 6000, "size of each prose document")
 	flag.IntVar(&c.qualityDocs, "quality-docs", 300, "documents in the labelled quality set")
 	flag.IntVar(&c.qualityQueries, "quality-queries", 60, "labelled queries (a third of each class)")
+	flag.IntVar(&c.citationQueries, "citation-queries", 30, "labelled queries answered with citations by -chat-model in the quality phase (0: none)")
+	flag.StringVar(&c.chatModel, "chat-model", "gemma3-270m", "model id that answers with citations")
 	flag.IntVar(&c.rerankCandidates, "rerank-candidates", 20, "hybrid candidates the reranker scores per query")
 	flag.Uint64Var(&c.seed, "seed", 1, "seed of every generated text")
 	flag.StringVar(&phases, "phases", "ingest,latency,quality", "which parts to run")
@@ -241,6 +245,7 @@ type bench struct {
 	dir string
 
 	ingestRows, latencyRows, breakdownRows, recallRows, qualityRows []string
+	citationRows                                                    []string
 	notes                                                           []string
 	passed, failed, na                                              []string
 }
@@ -369,6 +374,8 @@ func run(cfg config) (bool, error) {
 		"| chunks | queries | recall@10 | worst query | queries with 10/10 | exact scan mean ms |\n| --: | --: | --: | --: | --: | --: |", b.recallRows)
 	table(fmt.Sprintf("Retrieval quality (%d documents, %d labelled queries; document-level, top 10)", cfg.qualityDocs, cfg.qualityQueries),
 		"| mode | recall@5 | MRR@10 | paraphrase R@5 / MRR | keyword R@5 / MRR | mixed R@5 / MRR | ms/query |\n| --- | --: | --: | --: | --: | --: | --: |", b.qualityRows)
+	table("Citation precision (answers with citations from the quality set's hybrid top 5; a cited source is right when it is the query's labelled document)",
+		"| answers | with a citation | cited sources | right | unsupported sentences | source links | s/answer |\n| --: | --: | --: | --: | --: | --: | --: |", b.citationRows)
 	for _, n := range b.notes {
 		w("%s\n\n", n)
 	}
@@ -804,6 +811,10 @@ func (b *bench) qualityPhase(ctx context.Context) error {
 		}
 		b.qualityRows = append(b.qualityRows, fmt.Sprintf("| %s | %.2f | %.3f | %s | %s | %s | %.1f |", rw.name, r5, m,
 			cell(classParaphrase), cell(classKeyword), cell(classMixed), ms(rw.per)))
+	}
+	svc.Rerank = own
+	if err := b.citationPhase(ctx, svc, col, qdocs, qs); err != nil {
+		return fmt.Errorf("citations: %w", err)
 	}
 	best := max(mrr[sources.ModeVector], mrr[sources.ModeKeyword], mrr[sources.ModeHybrid])
 	if m, ok := mrr[rerankName]; ok {

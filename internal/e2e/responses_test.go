@@ -195,7 +195,9 @@ func TestResponsesRelayToUpstreams(t *testing.T) {
 	up := upstreamtest.New(t, "r")
 	serving := upstreamSpec("serving", up.BaseURL())
 	serving.Capabilities = []string{"chat", "responses"}
-	e := newEnvSpecs(t, tinyStore(t), engine.Config{}, []catalog.Spec{serving, upstreamSpec("chatonly", up.BaseURL())})
+	chatonly := upstreamSpec("chatonly", up.BaseURL())
+	chatonly.Capabilities = []string{"chat", "tools"}
+	e := newEnvSpecs(t, tinyStore(t), engine.Config{}, []catalog.Spec{serving, chatonly})
 
 	events := []string{
 		"event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_up\",\"model\":\"mock\",\"status\":\"in_progress\",\"x_vendor\":1}}",
@@ -236,6 +238,67 @@ func TestResponsesRelayToUpstreams(t *testing.T) {
 	text := out["output"].([]any)[0].(map[string]any)["content"].([]any)[0].(map[string]any)["text"]
 	if text != up.Reply() {
 		t.Fatalf("output text %v, want %q", text, up.Reply())
+	}
+
+	// A function tool through the chat translation: the upstream gets
+	// OpenAI's chat tools, its tool_calls come back as a function_call
+	// item, and the call's output goes back as chat tool turns.
+	up.SetScript(&upstreamtest.Script{Body: `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"mock","choices":[{"index":0,"finish_reason":"tool_calls",` +
+		`"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_up1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}}]}}],` +
+		`"usage":{"prompt_tokens":20,"completion_tokens":9,"total_tokens":29}}`})
+	tool := map[string]any{"type": "function", "name": "get_weather", "parameters": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}}
+	resp = e.post(context.Background(), "/v1/responses", map[string]any{"model": "chatonly", "input": "Weather in Oslo?", "tools": []any{tool}, "tool_choice": "required"})
+	var called struct {
+		ID     string
+		Output []struct {
+			Type, Name, Arguments string
+			CallID                string `json:"call_id"`
+		}
+	}
+	json.NewDecoder(resp.Body).Decode(&called)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || len(called.Output) != 1 || called.Output[0].Type != "function_call" || called.Output[0].CallID != "call_up1" || called.Output[0].Arguments != `{"city":"Oslo"}` {
+		t.Fatalf("function call from the upstream: %d %+v", resp.StatusCode, called)
+	}
+	sent := up.LastBody()
+	if tools, _ := sent["tools"].([]any); len(tools) != 1 || tools[0].(map[string]any)["function"].(map[string]any)["name"] != "get_weather" || sent["tool_choice"] != "required" {
+		t.Fatalf("the upstream got tools %v, tool_choice %v", sent["tools"], sent["tool_choice"])
+	}
+	// Streamed: the upstream's tool-call deltas become the function call
+	// item's events.
+	up.SetScript(&upstreamtest.Script{Events: []string{
+		`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"mock","choices":[{"index":0,"delta":{"role":"assistant","tool_calls":[{"index":0,"id":"call_up2","type":"function","function":{"name":"get_weather","arguments":""}}]},"finish_reason":null}]}`,
+		`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"mock","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]},"finish_reason":null}]}`,
+		`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"mock","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"Oslo\"}"}}]},"finish_reason":null}]}`,
+		`data: {"id":"c","object":"chat.completion.chunk","created":1,"model":"mock","choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`,
+		`data: [DONE]`}})
+	resp = e.post(context.Background(), "/v1/responses", map[string]any{"model": "chatonly", "input": "Weather in Oslo?", "tools": []any{tool}, "stream": true, "store": false})
+	var argsDone string
+	for _, ev := range sseData(t, resp.Body) {
+		var x struct{ Type, Arguments string }
+		json.Unmarshal(ev, &x)
+		if x.Type == "response.function_call_arguments.done" {
+			argsDone = x.Arguments
+		}
+	}
+	resp.Body.Close()
+	if argsDone != `{"city":"Oslo"}` {
+		t.Fatalf("streamed call arguments %q", argsDone)
+	}
+
+	up.SetScript(nil)
+	resp = e.post(context.Background(), "/v1/responses", map[string]any{"model": "chatonly", "previous_response_id": called.ID,
+		"input": []any{map[string]any{"type": "function_call_output", "call_id": "call_up1", "output": `{"temp_c": -3}`}}})
+	resp.Body.Close()
+	msgs, _ := up.LastBody()["messages"].([]any)
+	if resp.StatusCode != 200 || len(msgs) != 3 {
+		t.Fatalf("round trip: %d, upstream messages %v", resp.StatusCode, msgs)
+	}
+	asst, toolMsg := msgs[1].(map[string]any), msgs[2].(map[string]any)
+	calls, _ := asst["tool_calls"].([]any)
+	if asst["role"] != "assistant" || len(calls) != 1 || calls[0].(map[string]any)["function"].(map[string]any)["name"] != "get_weather" ||
+		toolMsg["role"] != "tool" || toolMsg["tool_call_id"] != "call_up1" || toolMsg["content"] != `{"temp_c": -3}` {
+		t.Fatalf("the upstream got the tool turns as %v", msgs)
 	}
 }
 

@@ -15,25 +15,77 @@ import (
 
 // wireRequest is the body sent to /chat/completions or /completions.
 type wireRequest struct {
-	Model            string              `json:"model"`
-	Messages         []inference.Message `json:"messages,omitempty"`
-	Prompt           any                 `json:"prompt,omitempty"`
-	MaxTokens        int                 `json:"max_tokens,omitempty"`
-	Temperature      float32             `json:"temperature"`
-	TopP             float32             `json:"top_p,omitempty"`
-	TopK             int                 `json:"top_k,omitempty"`
-	MinP             float32             `json:"min_p,omitempty"`
-	RepeatPenalty    float32             `json:"repeat_penalty,omitempty"`
-	PresencePenalty  float32             `json:"presence_penalty,omitempty"`
-	FrequencyPenalty float32             `json:"frequency_penalty,omitempty"`
-	Seed             *uint32             `json:"seed,omitempty"`
-	LogitBias        map[string]float32  `json:"logit_bias,omitempty"`
-	Stop             []string            `json:"stop,omitempty"`
-	Logprobs         any                 `json:"logprobs,omitempty"`
-	TopLogprobs      int                 `json:"top_logprobs,omitempty"`
-	ResponseFormat   json.RawMessage     `json:"response_format,omitempty"`
-	Stream           bool                `json:"stream,omitempty"`
-	StreamOptions    *streamOptions      `json:"stream_options,omitempty"`
+	Model             string             `json:"model"`
+	Messages          []wireMessage      `json:"messages,omitempty"`
+	Prompt            any                `json:"prompt,omitempty"`
+	MaxTokens         int                `json:"max_tokens,omitempty"`
+	Temperature       float32            `json:"temperature"`
+	TopP              float32            `json:"top_p,omitempty"`
+	TopK              int                `json:"top_k,omitempty"`
+	MinP              float32            `json:"min_p,omitempty"`
+	RepeatPenalty     float32            `json:"repeat_penalty,omitempty"`
+	PresencePenalty   float32            `json:"presence_penalty,omitempty"`
+	FrequencyPenalty  float32            `json:"frequency_penalty,omitempty"`
+	Seed              *uint32            `json:"seed,omitempty"`
+	LogitBias         map[string]float32 `json:"logit_bias,omitempty"`
+	Stop              []string           `json:"stop,omitempty"`
+	Logprobs          any                `json:"logprobs,omitempty"`
+	TopLogprobs       int                `json:"top_logprobs,omitempty"`
+	ResponseFormat    json.RawMessage    `json:"response_format,omitempty"`
+	Stream            bool               `json:"stream,omitempty"`
+	StreamOptions     *streamOptions     `json:"stream_options,omitempty"`
+	Tools             []wireTool         `json:"tools,omitempty"`
+	ToolChoice        any                `json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool              `json:"parallel_tool_calls,omitempty"`
+}
+
+// wireTool is a function tool in OpenAI's chat shape.
+type wireTool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters,omitempty"`
+	} `json:"function"`
+}
+
+// wireMessage is a chat message in OpenAI's shape: tool calls as
+// {id, type, function: {name, arguments}}.
+type wireMessage struct {
+	Role       string         `json:"role"`
+	Content    any            `json:"content"`
+	Name       string         `json:"name,omitempty"`
+	ToolCalls  []wireToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+}
+
+type wireToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// wireMessages converts native messages to OpenAI's chat shape.
+func wireMessages(msgs []inference.Message) []wireMessage {
+	out := make([]wireMessage, len(msgs))
+	for i, m := range msgs {
+		w := wireMessage{Role: m.Role, Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID}
+		if len(m.Parts) > 0 {
+			w.Content = m.Parts
+		} else if m.Content == "" && len(m.ToolCalls) > 0 {
+			w.Content = nil
+		}
+		for _, c := range m.ToolCalls {
+			tc := wireToolCall{ID: c.ID, Type: "function"}
+			tc.Function.Name, tc.Function.Arguments = c.Name, c.Arguments
+			w.ToolCalls = append(w.ToolCalls, tc)
+		}
+		out[i] = w
+	}
+	return out
 }
 
 type streamOptions struct {
@@ -56,21 +108,27 @@ func (b *Backend) wire(req inference.CompletionRequest) (path string, w wireRequ
 	if req.Stream {
 		w.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
-	if len(req.Tools) > 0 || hasToolTurns(req.Messages) {
-		// Not passed on rather than dropped: the upstream would answer
-		// without the tools, or misread the tool turns.
-		param := "tools"
-		if len(req.Tools) == 0 {
-			param = "messages"
+	for _, t := range req.Tools {
+		wt := wireTool{Type: "function"}
+		wt.Function.Name, wt.Function.Description, wt.Function.Parameters = t.Name, t.Description, t.Parameters
+		w.Tools = append(w.Tools, wt)
+	}
+	if len(req.Tools) > 0 {
+		switch {
+		case req.ToolName != "":
+			w.ToolChoice = map[string]any{"type": "function", "function": map[string]string{"name": req.ToolName}}
+		case req.ToolChoice != "":
+			w.ToolChoice = req.ToolChoice
 		}
-		return "", w, &inference.InvalidError{Param: param, Message: fmt.Sprintf("model %q is served by an upstream, and tools and tool messages are not passed to upstreams yet", b.cfg.Model)}
+		parallel := req.ParallelToolCalls
+		w.ParallelToolCalls = &parallel
 	}
 	if req.Grammar != "" && len(req.ResponseFormat) == 0 {
 		return "", w, fmt.Errorf("%w: model %q is served by an upstream, which takes response_format rather than a grammar", inference.ErrUnsupported, b.cfg.Model)
 	}
 	switch {
 	case len(req.Messages) > 0:
-		path, w.Messages = "/chat/completions", req.Messages
+		path, w.Messages = "/chat/completions", wireMessages(req.Messages)
 		if req.Logprobs {
 			w.Logprobs, w.TopLogprobs = true, req.TopLogprobs
 		}
@@ -125,10 +183,12 @@ type chunk struct {
 	Choices []struct {
 		Index int `json:"index"`
 		Delta *struct {
-			Content *string `json:"content"`
+			Content   *string         `json:"content"`
+			ToolCalls []chunkToolCall `json:"tool_calls"`
 		} `json:"delta"`
 		Message *struct {
-			Content *string `json:"content"`
+			Content   *string         `json:"content"`
+			ToolCalls []chunkToolCall `json:"tool_calls"`
 		} `json:"message"`
 		Text         *string         `json:"text"`
 		FinishReason *string         `json:"finish_reason"`
@@ -142,6 +202,17 @@ type chunk struct {
 		} `json:"prompt_tokens_details"`
 	} `json:"usage"`
 	Error json.RawMessage `json:"error"`
+}
+
+// chunkToolCall is a tool call of an answer, or a piece of one in a
+// stream chunk (index, then id and name first, arguments in pieces).
+type chunkToolCall struct {
+	Index    *int   `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
 }
 
 // stream turns an upstream answer into native events.
@@ -282,13 +353,26 @@ func (s *stream) add(ch *chunk) {
 	}
 	for _, c := range ch.Choices {
 		var text *string
+		var calls []chunkToolCall
 		switch {
 		case c.Delta != nil:
-			text = c.Delta.Content
+			text, calls = c.Delta.Content, c.Delta.ToolCalls
 		case c.Message != nil:
-			text = c.Message.Content
+			text, calls = c.Message.Content, c.Message.ToolCalls
 		default:
 			text = c.Text
+		}
+		if len(calls) > 0 {
+			ev := inference.Event{}
+			for k, tc := range calls {
+				idx := k
+				if tc.Index != nil {
+					idx = *tc.Index
+				}
+				ev.ToolCalls = append(ev.ToolCalls, inference.ToolCallDelta{Index: idx, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+				s.text.WriteString(tc.Function.Arguments)
+			}
+			s.pending = append(s.pending, ev)
 		}
 		lp := s.logprobs(c.Logprobs)
 		if (text != nil && *text != "") || len(lp) > 0 {
@@ -388,14 +472,4 @@ func snippet(b []byte) string {
 		return "(empty)"
 	}
 	return fmt.Sprintf("%q", s)
-}
-
-// hasToolTurns reports whether a conversation has tool calls or results.
-func hasToolTurns(msgs []inference.Message) bool {
-	for _, m := range msgs {
-		if len(m.ToolCalls) > 0 || m.Role == "tool" {
-			return true
-		}
-	}
-	return false
 }
