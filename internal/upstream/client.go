@@ -139,6 +139,35 @@ func (c *call) finish(ok bool, err error) {
 	}
 }
 
+// readAll reads a whole answer (bounded by maxResponse); on failure the
+// call is finished.
+func (c *call) readAll(ctx context.Context) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(c.resp.Body, maxResponse))
+	if err == nil {
+		return data, nil
+	}
+	if ctx.Err() != nil {
+		c.finish(false, nil)
+		return nil, ctx.Err()
+	}
+	e := c.b.badResponse("reading the answer: %v", err)
+	c.finish(false, e)
+	return nil, e
+}
+
+// checkPrompt refuses a prompt longer than max tokens (0: no limit).
+// Without a tokenizer the upstream enforces its own context.
+func (b *Backend) checkPrompt(ctx context.Context, prompt string, max int) error {
+	if max <= 0 || b.cfg.Tokenizer == nil {
+		return nil
+	}
+	if n := b.count(ctx, prompt); n > max {
+		return &inference.InvalidError{Param: "messages", Message: fmt.Sprintf(
+			"the prompt has %d tokens but this model accepts at most %d input tokens", n, max)}
+	}
+	return nil
+}
+
 // watch arms the idle timer: a read that waits longer than IdleTimeout
 // aborts the request as stalled.
 func (c *call) watch() {

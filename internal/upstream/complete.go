@@ -151,12 +151,8 @@ func (b *Backend) Complete(ctx context.Context, req inference.CompletionRequest)
 	if err != nil {
 		return nil, err
 	}
-	if req.MaxInputTokens > 0 && b.cfg.Tokenizer != nil {
-		// Without a tokenizer the upstream enforces its own context.
-		if n := b.count(ctx, (&stream{req: req}).promptText()); n > req.MaxInputTokens {
-			return nil, &inference.InvalidError{Param: "messages", Message: fmt.Sprintf(
-				"the prompt has %d tokens but this model accepts at most %d input tokens", n, req.MaxInputTokens)}
-		}
+	if err := b.checkPrompt(ctx, (&stream{req: req}).promptText(), req.MaxInputTokens); err != nil {
+		return nil, err
 	}
 	body, err := json.Marshal(w)
 	if err != nil {
@@ -261,15 +257,9 @@ func (s *stream) fail(err error) {
 
 // whole reads a non-streamed answer.
 func (s *stream) whole() error {
-	data, err := io.ReadAll(io.LimitReader(s.c.resp.Body, maxResponse))
+	data, err := s.c.readAll(s.ctx)
 	if err != nil {
-		if s.ctx.Err() != nil {
-			s.c.finish(false, nil)
-			return s.ctx.Err()
-		}
-		e := s.b.badResponse("reading the answer: %v", err)
-		s.c.finish(false, e)
-		return e
+		return err
 	}
 	var ch chunk
 	if err := json.Unmarshal(data, &ch); err != nil || len(ch.Choices) == 0 {

@@ -26,11 +26,8 @@ func (b *Backend) Relay(ctx context.Context, req inference.RelayRequest) (infere
 	if err != nil {
 		return nil, &inference.InvalidError{Message: "the request body must be a JSON object"}
 	}
-	if req.MaxInputTokens > 0 && b.cfg.Tokenizer != nil {
-		if n := b.count(ctx, req.Prompt); n > req.MaxInputTokens {
-			return nil, &inference.InvalidError{Param: "messages", Message: fmt.Sprintf(
-				"the prompt has %d tokens but this model accepts at most %d input tokens", n, req.MaxInputTokens)}
-		}
+	if err := b.checkPrompt(ctx, req.Prompt, req.MaxInputTokens); err != nil {
+		return nil, err
 	}
 	c, err := b.send(ctx, req.Path, body)
 	if err != nil {
@@ -66,15 +63,9 @@ type relay struct {
 
 // whole reads an answer that is not streamed.
 func (r *relay) whole() error {
-	data, err := io.ReadAll(io.LimitReader(r.c.resp.Body, maxResponse))
+	data, err := r.c.readAll(r.ctx)
 	if err != nil {
-		if r.ctx.Err() != nil {
-			r.c.finish(false, nil)
-			return r.ctx.Err()
-		}
-		e := r.b.badResponse("reading the answer: %v", err)
-		r.c.finish(false, e)
-		return e
+		return err
 	}
 	if !json.Valid(data) {
 		e := r.b.badResponse("the answer is not JSON: %s", snippet(data))
