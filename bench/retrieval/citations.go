@@ -62,7 +62,7 @@ func (b *bench) citationPhase(ctx context.Context, svc *sources.Service, col sou
 			question = "Tell me about " + question + "."
 		}
 		t0 := time.Now()
-		ans, err := as.Prepare(ctx, answers.Request{TeamID: "bench", Cite: true, Grounded: true, Collections: []string{col.ID},
+		ans, err := as.Prepare(ctx, answers.Request{TeamID: col.TeamID, Cite: true, Grounded: true, Collections: []string{col.ID},
 			Search: sources.SearchOptions{TopK: 5, Mode: sources.ModeHybrid},
 			Chat: inference.CompletionRequest{Model: b.cfg.chatModel, MaxTokens: 64,
 				Messages: []inference.Message{{Role: "user", Content: question}}}})

@@ -57,6 +57,7 @@ type config struct {
 	ingestDocs, ingestDocBytes                           int
 	qualityDocs, qualityQueries, rerankCandidates        int
 	citationQueries                                      int
+	rerank                                               bool
 	chatModel                                            string
 	seed                                                 uint64
 	phases                                               map[string]bool
@@ -111,6 +112,7 @@ func parseFlags() (config, error) {
 	flag.IntVar(&c.qualityQueries, "quality-queries", 60, "labelled queries (a third of each class)")
 	flag.IntVar(&c.citationQueries, "citation-queries", 30, "labelled queries answered with citations by -chat-model in the quality phase (0: none)")
 	flag.StringVar(&c.chatModel, "chat-model", "gemma3-270m", "model id that answers with citations")
+	flag.BoolVar(&c.rerank, "rerank", true, "score hybrid+rerank in the quality phase (false: skip it, e.g. to measure citations alone)")
 	flag.IntVar(&c.rerankCandidates, "rerank-candidates", 20, "hybrid candidates the reranker scores per query")
 	flag.Uint64Var(&c.seed, "seed", 1, "seed of every generated text")
 	flag.StringVar(&phases, "phases", "ingest,latency,quality", "which parts to run")
@@ -735,6 +737,10 @@ func (b *bench) qualityPhase(ctx context.Context) error {
 		name := rerankName
 		if method != "" {
 			name = fmt.Sprintf("hybrid+rerank by %s for comparison (%s, %d candidates)", method, b.cfg.rerankModel, b.cfg.rerankCandidates)
+		}
+		if !b.cfg.rerank {
+			rows = append(rows, row{name: name, note: "skipped (-rerank=false)"})
+			continue
 		}
 		if own == nil {
 			rows = append(rows, row{name: name, note: "not available on this build"})
