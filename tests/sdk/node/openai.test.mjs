@@ -362,6 +362,50 @@ describe('tools', () => {
     assert.ok(['Paris', 'Rome'].includes(JSON.parse(call.function.arguments).city));
   });
 
+  test('tool_choice none and auto answer (auto may call)', async () => {
+    for (const choice of ['none', 'auto']) {
+      const resp = await client.chat.completions.create({
+        model: CHAT_MODEL,
+        messages: [{ role: 'user', content: 'Say hello.' }],
+        tools: [weather],
+        tool_choice: choice,
+        temperature: 0,
+        max_tokens: 16,
+      });
+      const msg = resp.choices[0].message;
+      if (choice === 'none' || !msg.tool_calls?.length) {
+        assert.ok(msg.content);
+        assert.ok(['stop', 'length'].includes(resp.choices[0].finish_reason));
+      } else {
+        assert.equal(msg.tool_calls[0].function.name, 'get_weather');
+      }
+    }
+  });
+
+  test('a round trip: the call, its result as a tool message, then an answer', async () => {
+    const question = { role: 'user', content: 'What is the weather in Rome?' };
+    const first = await client.chat.completions.create({
+      model: CHAT_MODEL,
+      messages: [question],
+      tools: [weather],
+      tool_choice: 'required',
+      parallel_tool_calls: false,
+      temperature: 0,
+      max_tokens: 64,
+    });
+    const call = first.choices[0].message.tool_calls[0];
+    const second = await client.chat.completions.create({
+      model: CHAT_MODEL,
+      messages: [question, first.choices[0].message, { role: 'tool', tool_call_id: call.id, content: '{"temp_c": 21, "sky": "clear"}' }],
+      tools: [weather],
+      tool_choice: 'none',
+      temperature: 0,
+      max_tokens: 24,
+    });
+    assert.ok(second.choices[0].message.content);
+    assert.ok(!second.choices[0].message.tool_calls?.length);
+  });
+
   test('the stream helper assembles a streamed call', async () => {
     const stream = client.chat.completions.stream({
       model: CHAT_MODEL,

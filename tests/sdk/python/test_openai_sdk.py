@@ -627,8 +627,6 @@ def test_tool_call_streamed(client: OpenAI) -> None:
         finish = c.finish_reason or finish
     assert finish == "tool_calls"
     assert list(calls) == [0]
-    import json
-
     assert json.loads(calls[0]["arguments"])["city"] in ("Paris", "Rome", "Oslo")
 
 
