@@ -156,6 +156,17 @@ func TestAnswersMatchOpenAIsDocument(t *testing.T) {
 	for what, body := range resps {
 		out := whole("/v1/responses", body)
 		matchOpenAI(t, "Response", what, out)
+		if what == "response json schema" {
+			// The whole JSON value, closing byte included (it comes with
+			// the final event).
+			var r struct {
+				Output []struct{ Content []struct{ Text string } }
+			}
+			json.Unmarshal(out, &r)
+			if len(r.Output) == 0 || len(r.Output[0].Content) == 0 || !json.Valid([]byte(r.Output[0].Content[0].Text)) {
+				t.Errorf("%s: the output text is not JSON: %s", what, out)
+			}
+		}
 		var r struct{ ID string }
 		json.Unmarshal(out, &r)
 		resp := e.get("/v1/responses/" + r.ID + "/input_items")

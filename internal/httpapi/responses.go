@@ -94,13 +94,15 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 		if !ev.Done {
 			return b.Add(ev), nil
 		}
-		out := b.Add(inference.Event{Text: ans.Flush()})
+		// The final event can carry the last of the text (a JSON answer
+		// ends on its closing byte).
+		out := b.Add(inference.Event{Text: ev.Text + ans.Flush(), Logprobs: ev.Logprobs})
 		cits, _, err := ans.Finish(ctx, b.Response().ID, m.ID)
 		if err != nil {
 			return out, err
 		}
 		out = append(out, b.Annotate(cits)...)
-		ev.Text = ""
+		ev.Text, ev.Logprobs = "", nil
 		return append(out, b.Add(ev)...), nil
 	}
 	if !req.Stream {
