@@ -56,7 +56,7 @@ type relay struct {
 	body   []byte // a whole answer, not yet returned
 	text   strings.Builder
 	usage  *inference.Usage
-	output bool // the answer had output
+	output bool // a whole answer had output
 	ended  bool
 	err    error
 }
@@ -73,7 +73,7 @@ func (r *relay) whole() error {
 		return e
 	}
 	r.body = r.mapModel(data)
-	r.read(data)
+	r.output = r.read(data)
 	r.c.finish(true, nil)
 	return nil
 }
@@ -158,9 +158,7 @@ func (r *relay) event() (inference.RelayEvent, error) {
 	if !json.Valid(ev.Data) {
 		return ev, r.failed(r.b.badResponse("a stream chunk is not JSON: %s", snippet(ev.Data)))
 	}
-	had := r.output
-	r.read(ev.Data)
-	ev.Output = r.output && !had || r.output && hasOutput(ev.Data)
+	ev.Output = r.read(ev.Data)
 	ev.Data = r.mapModel(ev.Data)
 	return ev, nil
 }
@@ -232,11 +230,12 @@ type relayUsage struct {
 	} `json:"input_tokens_details"`
 }
 
-// read notes a chunk's output and usage.
-func (r *relay) read(data []byte) {
+// read notes a chunk's output and usage, and reports whether the chunk
+// carries output (text or a tool call).
+func (r *relay) read(data []byte) (output bool) {
 	var ch relayChunk
 	if json.Unmarshal(data, &ch) != nil {
-		return
+		return false
 	}
 	if u := ch.Usage; u == nil && ch.Response != nil {
 		ch.Usage = ch.Response.Usage
@@ -252,7 +251,7 @@ func (r *relay) read(data []byte) {
 	}
 	add := func(s string) {
 		if s != "" {
-			r.output = true
+			output = true
 			r.text.WriteString(s)
 		}
 	}
@@ -265,7 +264,7 @@ func (r *relay) read(data []byte) {
 				add(*m.Content)
 			}
 			for _, tc := range m.ToolCalls {
-				r.output = true
+				output = true
 				add(tc.Function.Arguments)
 			}
 		}
@@ -276,13 +275,7 @@ func (r *relay) read(data []byte) {
 	if ch.Delta != nil {
 		add(*ch.Delta)
 	}
-}
-
-// hasOutput reports whether a chunk carries output (cheaply: the fields
-// that hold it).
-func hasOutput(data []byte) bool {
-	return bytes.Contains(data, []byte(`"content":"`)) || bytes.Contains(data, []byte(`"arguments":"`)) ||
-		bytes.Contains(data, []byte(`"text":"`)) || bytes.Contains(data, []byte(`"delta":"`))
+	return output
 }
 
 // Usage returns the answer's token counts: the upstream's, or counted

@@ -71,15 +71,15 @@ def recursive(name, node):
 def main():
     doc = json.load(open(sys.argv[1]))
     schemas = doc["components"]["schemas"]
-    keep, todo = set(), list(ROOTS)
-    while todo:
-        name = todo.pop()
+    keep, pending = set(), list(ROOTS)
+    while pending:
+        name = pending.pop()
         if name in keep:
             continue
         keep.add(name)
         found = set()
         refs(schemas[name], found)
-        todo.extend(found - keep)
+        pending.extend(found - keep)
     out = {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$comment": f"Pruned from openai/openai-openapi openapi.json at {sys.argv[2]} by prune.py: {', '.join(ROOTS)} and what they reference.",
