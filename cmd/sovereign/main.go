@@ -15,6 +15,7 @@ commands:
   serve     run the API server
   models    pull, import, list and remove models; manage a server's model catalog
   keys      create, list, revoke and rotate API keys
+  audit     verify the request log's hash chain
   runner    serve one model (started by the server; not for direct use)
   version   print the version
 `
@@ -31,6 +32,8 @@ func main() {
 	switch os.Args[1] {
 	case "serve":
 		err = serveCommand(os.Args[2:])
+	case "audit":
+		err = auditCommand(context.Background(), os.Args[2:], os.Stdout, os.Stderr)
 	case "keys":
 		err = keysCommand(context.Background(), os.Args[2:], os.Stdout, os.Stderr)
 	case "runner":

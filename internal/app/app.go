@@ -26,6 +26,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/metrics"
 	"github.com/sovereign-ai/sovereign/internal/models"
+	"github.com/sovereign-ai/sovereign/internal/records"
 	"github.com/sovereign-ai/sovereign/internal/sources"
 	"github.com/sovereign-ai/sovereign/internal/store"
 )
@@ -57,6 +58,8 @@ type App struct {
 	Catalog *catalog.Catalog
 	Bus     *events.Bus
 	Metrics *metrics.Metrics
+	// Records writes the request log.
+	Records *records.Writer
 	API     *httpapi.Server
 	// AdminKey is the bootstrap admin key when this start created it
 	// (AdminKeyCreated), to show once.
@@ -129,12 +132,14 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 		return out
 	})
 	a.RerankModel, a.RerankWhy = DefaultRerankModel(cfg.RerankModel, a.Catalog.List(ctx))
+	a.Records = records.NewWriter(a.DB, 0, a.Metrics, log)
+	a.closers = append(a.closers, a.Records.Close) // before the database closes: queued records are stored
 	srcs := sources.New(a.DB, a.Catalog, DefaultEmbeddingModel, log)
 	a.API = &httpapi.Server{
 		Models: a.Catalog, Auth: a.Keys, Keys: a.Keys, Metrics: a.Metrics, Log: log, MaxBody: cfg.MaxBodyBytes,
 		Sources: srcs, Answers: &answers.Service{Store: srcs}, Extract: ExtractFile,
 		DefaultEmbeddingModel: DefaultEmbeddingModel, DefaultRerankModel: a.RerankModel,
-		Responses: a.DB,
+		Responses: a.DB, Records: a.Records, RecordStore: a.DB,
 		Ready: func(ctx context.Context) error {
 			select {
 			case <-a.shuttingDown:

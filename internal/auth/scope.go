@@ -22,6 +22,9 @@ const (
 	// ScopeKeysRead allows listing the keys of the caller's own team
 	// (metadata only; secrets are never readable).
 	ScopeKeysRead Scope = "keys:read"
+	// ScopeRecordsRead allows reading the caller's team's records: the
+	// request log.
+	ScopeRecordsRead Scope = "records:read"
 	// ScopeAdmin allows everything, for every team: creating, rotating and
 	// revoking keys, managing teams, and every other scope.
 	ScopeAdmin Scope = "admin"
@@ -29,7 +32,7 @@ const (
 
 // ValidScopes lists every scope in a stable order (the order docs and
 // help texts show them in).
-var ValidScopes = []Scope{ScopeInference, ScopeModelsRead, ScopeModelsWrite, ScopeKeysRead, ScopeAdmin}
+var ValidScopes = []Scope{ScopeInference, ScopeModelsRead, ScopeModelsWrite, ScopeKeysRead, ScopeRecordsRead, ScopeAdmin}
 
 // Valid reports whether s is one of ValidScopes.
 func (s Scope) Valid() bool {

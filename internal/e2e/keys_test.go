@@ -22,15 +22,23 @@ import (
 // database on the server in SOVEREIGN_TEST_POSTGRES_URL, which `make test`
 // starts).
 func openDatabase(t testing.TB, kind string) store.Store {
+	st, _ := openDatabaseDSN(t, kind)
+	return st
+}
+
+// openDatabaseDSN is openDatabase, also returning the database's address
+// (a file path or a postgres:// URL) for tests that reach under the store.
+func openDatabaseDSN(t testing.TB, kind string) (store.Store, string) {
 	t.Helper()
 	ctx := context.Background()
 	if kind == "sqlite" {
-		st, err := store.Open(ctx, filepath.Join(t.TempDir(), "sovereign.db"))
+		path := filepath.Join(t.TempDir(), "sovereign.db")
+		st, err := store.Open(ctx, path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() })
-		return st
+		return st, path
 	}
 	base := os.Getenv("SOVEREIGN_TEST_POSTGRES_URL")
 	if base == "" {
@@ -63,7 +71,7 @@ func openDatabase(t testing.TB, kind string) store.Store {
 			a.Close()
 		}
 	})
-	return st
+	return st, u.String()
 }
 
 // TestKeysAPIOnSQLiteAndPostgres runs the same key and team scenario

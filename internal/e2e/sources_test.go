@@ -22,7 +22,13 @@ var facts = map[string]string{
 
 func (e *env) json(method, path string, body any, want int) map[string]any {
 	e.t.Helper()
-	resp := e.request(e.key, method, path, body)
+	return e.jsonWith(e.key, method, path, body, want)
+}
+
+// jsonWith is json with another key.
+func (e *env) jsonWith(key, method, path string, body any, want int) map[string]any {
+	e.t.Helper()
+	resp := e.request(key, method, path, body)
 	defer resp.Body.Close()
 	var out map[string]any
 	json.NewDecoder(resp.Body).Decode(&out)

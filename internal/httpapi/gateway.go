@@ -34,6 +34,12 @@ func (s *Server) peekModel(w http.ResponseWriter, r *http.Request, capability st
 	if err != nil {
 		return nil, p, catalog.Resolved{}, err
 	}
+	if p.User != "" {
+		i := info(r.Context())
+		i.mu.Lock()
+		i.user = p.User
+		i.mu.Unlock()
+	}
 	m, err := s.model(w, r, p.Model, capability)
 	return body, p, m, err
 }
@@ -116,6 +122,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, m catalog.Resolve
 		return out.fail(err)
 	}
 	u := rl.Usage()
+	info(r.Context()).noteUsage(u.PromptTokens, u.CompletionTokens, first)
 	if s.Metrics != nil {
 		s.Metrics.AddTokens(m.ID, u.PromptTokens, u.CompletionTokens)
 	}

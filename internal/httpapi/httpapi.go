@@ -19,6 +19,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/metrics"
+	"github.com/sovereign-ai/sovereign/internal/records"
 	"github.com/sovereign-ai/sovereign/internal/responses"
 )
 
@@ -48,6 +49,11 @@ type Server struct {
 	// DefaultRerankModel serves "rerank": true in searches and completions
 	// with sources ("": such requests must name a model).
 	DefaultRerankModel string
+	// Records, when set, takes one record per API call (the request log).
+	Records RecordLogger
+	// RecordStore reads the request log (GET /v1/logs; nil: those routes
+	// answer 404).
+	RecordStore records.Store
 	// Metrics, when set, records requests and tokens and serves /metrics.
 	Metrics *metrics.Metrics
 	// Ready reports whether the server can serve (GET /readyz); nil: ready.
@@ -60,6 +66,11 @@ type Server struct {
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// RecordLogger takes request records; it must not block.
+type RecordLogger interface {
+	Log(records.Record)
+}
 
 // Handler returns the API's routes.
 func (s *Server) Handler() http.Handler {
@@ -134,6 +145,9 @@ func (s *Server) routes() []apiRoute {
 		{"DELETE /v1/collections/{id}/documents/{doc}", sourcesScope, s.deleteDocument},
 		{"POST /v1/collections/{id}/search", sourcesScope, s.searchCollection},
 		{"GET /v1/source_links", sourcesScope, s.listSourceLinks},
+		{"GET /v1/logs", auth.ScopeRecordsRead, s.listLogs},
+		{"GET /v1/logs/export", auth.ScopeRecordsRead, s.exportLogs},
+		{"GET /v1/logs/{id}", auth.ScopeRecordsRead, s.getLog},
 	}
 }
 
@@ -178,6 +192,7 @@ func (s *Server) handle(scope auth.Scope, h handlerFunc) http.Handler {
 		if scope != public {
 			var err error
 			if r, err = s.authenticate(r, scope); err != nil {
+				info(r.Context()).noteError(err)
 				apierr.Write(rw, err)
 				return
 			}
@@ -197,6 +212,7 @@ func (s *Server) handle(scope auth.Scope, h handlerFunc) http.Handler {
 		if err == nil {
 			return
 		}
+		info(r.Context()).noteError(err)
 		if rw.wrote {
 			// Streaming already started; the handler reported in-band. The
 			// access log line records the failure.

@@ -329,6 +329,7 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	info(r.Context()).noteUsage(res.PromptTokens, 0, time.Time{})
 	if s.Metrics != nil {
 		s.Metrics.AddTokens(req.Model, res.PromptTokens, 0)
 	}
@@ -476,6 +477,12 @@ func (o *observedStream) Recv() (inference.Event, error) {
 				if o.s.Metrics != nil {
 					o.s.Metrics.AddTokens(o.model, ev.Usage.PromptTokens, ev.Usage.CompletionTokens)
 				}
+				// The choices of one request share its prompt: counted once.
+				prompt := 0
+				if o.record {
+					prompt = ev.Usage.PromptTokens
+				}
+				info(o.ctx).noteUsage(prompt, ev.Usage.CompletionTokens, o.first)
 			}
 		}
 	}

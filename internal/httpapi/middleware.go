@@ -5,13 +5,16 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
+	"github.com/sovereign-ai/sovereign/internal/records"
 )
 
 // Authenticator resolves a bearer secret to its key.
@@ -27,12 +30,52 @@ const (
 	infoCtx
 )
 
-// requestInfo carries what inner handlers learn back to the access log.
+// requestInfo carries what inner handlers learn back to the access log
+// and the request record.
 type requestInfo struct {
 	key *auth.Key
 	// failed is the error that ended a response after it had started (a
 	// stream that broke): the status says 200, the log says what happened.
 	failed error
+
+	mu                      sync.Mutex
+	errorCode               string
+	model, backend, user    string
+	promptTokens, completed int
+	firstToken              time.Time
+}
+
+// info returns the request's info (a throwaway one outside observe).
+func info(ctx context.Context) *requestInfo {
+	if i, ok := ctx.Value(infoCtx).(*requestInfo); ok {
+		return i
+	}
+	return &requestInfo{}
+}
+
+// noteModel records the request's resolved model and backend.
+func (i *requestInfo) noteModel(id, backend string) {
+	i.mu.Lock()
+	i.model, i.backend = id, backend
+	i.mu.Unlock()
+}
+
+// noteUsage adds a generation's tokens and its first token's time.
+func (i *requestInfo) noteUsage(prompt, completion int, first time.Time) {
+	i.mu.Lock()
+	i.promptTokens += prompt
+	i.completed += completion
+	if !first.IsZero() && (i.firstToken.IsZero() || first.Before(i.firstToken)) {
+		i.firstToken = first
+	}
+	i.mu.Unlock()
+}
+
+// noteError records the error code a request ended with.
+func (i *requestInfo) noteError(err error) {
+	i.mu.Lock()
+	i.errorCode = string(apierr.From(err).Code)
+	i.mu.Unlock()
 }
 
 // KeyFrom returns the authenticated key of the request, if any.
@@ -111,6 +154,9 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		if s.Metrics != nil {
 			s.Metrics.ObserveRequest(route, r.Method, sw.status, d)
 		}
+		if s.Records != nil && (strings.Contains(route, " /v1/") || strings.Contains(route, " /v2/")) {
+			s.Records.Log(s.requestRecord(inner, id, route, sw.status, start, d, info))
+		}
 		attrs := []any{"request_id", id, "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration_ms", d.Milliseconds()}
 		if k := info.key; k != nil {
 			attrs = append(attrs, "key_id", k.ID, "team_id", k.TeamID)
@@ -122,6 +168,36 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		}
 		s.Log.Info("request", attrs...)
 	})
+}
+
+// requestRecord is the record of a finished API call.
+func (s *Server) requestRecord(r *http.Request, id, route string, status int, start time.Time, d time.Duration, info *requestInfo) records.Record {
+	info.mu.Lock()
+	defer info.mu.Unlock()
+	rec := records.Record{ID: id, Time: start, Method: r.Method, Route: route, Status: status, ErrorCode: info.errorCode,
+		LatencyMs: float64(d.Microseconds()) / 1000, Model: info.model, Backend: info.backend, User: info.user,
+		PromptTokens: info.promptTokens, CompletionTokens: info.completed, ClientIP: clientIP(r)}
+	if k := info.key; k != nil {
+		rec.TeamID, rec.KeyID = k.TeamID, k.ID
+	}
+	if !info.firstToken.IsZero() {
+		ms := float64(info.firstToken.Sub(start).Microseconds()) / 1000
+		rec.TTFTMs = &ms
+	}
+	if info.failed != nil && rec.ErrorCode == "" {
+		rec.ErrorCode = string(apierr.From(info.failed).Code)
+	}
+	return rec
+}
+
+// clientIP is the address the request came from (the peer's: headers a
+// client can set are not trusted without a configured proxy).
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }
 
 // authenticate checks the bearer key and the route's scope. It returns the

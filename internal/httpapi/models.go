@@ -58,6 +58,7 @@ func (s *Server) model(w http.ResponseWriter, r *http.Request, name, capability 
 	if err != nil {
 		return m, catalogError(err, name)
 	}
+	info(r.Context()).noteModel(m.ID, m.Backend)
 	if d := m.Deprecation; d != nil {
 		replacement := ""
 		if d.Replacement != "" {

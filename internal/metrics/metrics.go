@@ -27,6 +27,7 @@ type Metrics struct {
 	latency  *prometheus.HistogramVec
 	tokens   *prometheus.CounterVec
 	outcomes *prometheus.CounterVec
+	records  *prometheus.CounterVec
 }
 
 // New registers the collectors; models is called at scrape time for the
@@ -48,8 +49,11 @@ func New(models func() []ModelState) *Metrics {
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sovereign_model_requests_total", Help: "Inference requests by model and outcome (ok, error), counting failures after a stream started.",
 		}, []string{"model", "outcome"}),
+		records: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sovereign_request_log_lost_total", Help: "Request records not stored, by reason: buffer_full (the log writer was behind) or store_error.",
+		}, []string{"reason"}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.tokens, m.outcomes,
+	reg.MustRegister(m.requests, m.latency, m.tokens, m.outcomes, m.records,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if models != nil {
 		reg.MustRegister(&engineCollector{models: models})
@@ -67,6 +71,12 @@ func (m *Metrics) ObserveRequest(route, method string, code int, d time.Duration
 	m.requests.WithLabelValues(route, method, strconv.Itoa(code)).Inc()
 	m.latency.WithLabelValues(route).Observe(d.Seconds())
 }
+
+// RecordsDropped counts request records lost to a full log buffer.
+func (m *Metrics) RecordsDropped(n int) { m.records.WithLabelValues("buffer_full").Add(float64(n)) }
+
+// RecordsFailed counts request records the store did not take.
+func (m *Metrics) RecordsFailed(n int) { m.records.WithLabelValues("store_error").Add(float64(n)) }
 
 // AddTokens counts prompt and completion tokens for model.
 func (m *Metrics) AddTokens(model string, prompt, completion int) {

@@ -33,6 +33,7 @@ type Peek struct {
 	MaxTokens           *int           `json:"max_tokens"`
 	MaxCompletionTokens *int           `json:"max_completion_tokens"`
 	MaxOutputTokens     *int           `json:"max_output_tokens"`
+	User                string         `json:"user"`
 	Tools               []json.RawMessage
 	// PartKinds lists the content part types other than text that the
 	// request carries (image_url, input_audio, file, input_image, …), and
@@ -73,6 +74,8 @@ func PeekRequest(body []byte) (Peek, error) {
 			err = json.Unmarshal(v, &p.MaxCompletionTokens)
 		case "max_output_tokens":
 			err = json.Unmarshal(v, &p.MaxOutputTokens)
+		case "user":
+			err = json.Unmarshal(v, &p.User)
 		case "tools":
 			if v[0] != '[' && v[0] != 'n' {
 				bad = true

@@ -48,6 +48,9 @@ var dialect = sqlstore.Dialect{
 	TimeValue:             func(t time.Time) any { return t.UTC() },
 	IsUniqueViolation:     func(err error) bool { return sqlState(err) == uniqueViolation },
 	IsForeignKeyViolation: func(err error) bool { return sqlState(err) == foreignKeyViolation },
+	// One chain across every server: a transaction-level advisory lock
+	// (released at commit) keyed by a constant of the request log's own.
+	ChainLock: `SELECT pg_advisory_xact_lock(7301234567)`,
 }
 
 // Open connects to the PostgreSQL database at url (postgres://… or

@@ -2,11 +2,14 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/postgres"
+	"github.com/sovereign-ai/sovereign/internal/records"
 	"github.com/sovereign-ai/sovereign/internal/storetest"
 )
 
@@ -79,5 +82,45 @@ func TestReopen(t *testing.T) {
 	}
 	if _, err := auth.NewService(s).Authenticate(ctx, secret); err != nil {
 		t.Fatalf("bootstrap key after reopen: %v", err)
+	}
+}
+
+// TestRecordChainAcrossServers appends request records from four stores
+// on one database at once, as four servers would: the advisory lock makes
+// them one chain, which verifies.
+func TestRecordChainAcrossServers(t *testing.T) {
+	ctx := context.Background()
+	url := storetest.PostgresURL(t)
+	var stores []*postgres.Store
+	for range 4 {
+		s, err := postgres.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		stores = append(stores, s)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4*20)
+	for i, s := range stores {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range 20 {
+				batch := []records.Record{{ID: fmt.Sprintf("r%d-%d-a", i, j), Time: time.Now(), Status: 200}, {ID: fmt.Sprintf("r%d-%d-b", i, j), Time: time.Now(), Status: 500}}
+				if err := s.AppendRecords(ctx, batch); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	n, br, err := records.Verify(ctx, stores[0])
+	if err != nil || br != nil || n != 4*20*2 {
+		t.Fatalf("verify: %d records, %v, %v", n, br, err)
 	}
 }

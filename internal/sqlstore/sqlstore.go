@@ -45,6 +45,10 @@ type Dialect struct {
 	// IsForeignKeyViolation reports whether err broke a foreign-key
 	// constraint.
 	IsForeignKeyViolation func(err error) bool
+	// ChainLock, when set, is run first in a transaction that appends to
+	// the request log chain, to serialize appends across connections and
+	// servers ("" when write transactions are serialized already).
+	ChainLock string
 }
 
 // Store implements auth.KeyStore (and, as more tables arrive, the other

@@ -14,6 +14,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/postgres"
+	"github.com/sovereign-ai/sovereign/internal/records"
 	"github.com/sovereign-ai/sovereign/internal/responses"
 	"github.com/sovereign-ai/sovereign/internal/sources"
 	"github.com/sovereign-ai/sovereign/internal/sqlite"
@@ -26,6 +27,7 @@ type Store interface {
 	catalog.SpecStore
 	sources.Store
 	responses.Store
+	records.Store
 	io.Closer
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error

@@ -20,6 +20,7 @@ import (
 
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
+	"github.com/sovereign-ai/sovereign/internal/records"
 	"github.com/sovereign-ai/sovereign/internal/responses"
 	"github.com/sovereign-ai/sovereign/internal/sources"
 )
@@ -46,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T) auth.KeyStore) {
 		{"Sources", testSources},
 		{"SourceLinks", testSourceLinks},
 		{"Responses", testResponses},
+		{"Records", testRecords},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -794,4 +796,60 @@ func testResponses(t *testing.T, ks auth.KeyStore) {
 	}
 	_, err = s.GetResponse(ctx, "team_a", "resp_1")
 	wantErr(t, "deleted", err, responses.ErrNotFound)
+}
+
+func testRecords(t *testing.T, ks auth.KeyStore) {
+	s, ok := ks.(records.Store)
+	if !ok {
+		t.Fatalf("%T does not implement records.Store", ks)
+	}
+	ctx := context.Background()
+	ttft := 12.5
+	var batch []records.Record
+	for i := range 30 {
+		team := "team_a"
+		if i%3 == 0 {
+			team = "team_b"
+		}
+		batch = append(batch, records.Record{ID: fmt.Sprintf("req_%02d", i), Time: at(time.Duration(i) * time.Second), TeamID: team, KeyID: "key_1",
+			Route: "POST /v1/chat/completions", Model: "m", Status: 200 + 200*(i%2), LatencyMs: 1.5, TTFTMs: &ttft, PromptTokens: i, User: "u"})
+	}
+	// Appends from many goroutines still make one chain.
+	var wg sync.WaitGroup
+	for i := 0; i < len(batch); i += 5 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.AppendRecords(ctx, batch[i:i+5]); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if n, br, err := records.Verify(ctx, s); err != nil || br != nil || n != 30 {
+		t.Fatalf("verify: %d %v %v", n, br, err)
+	}
+	got, err := s.GetRecord(ctx, "team_a", "req_01", false)
+	if err != nil || got.TTFTMs == nil || *got.TTFTMs != ttft || got.Status != 400 || !got.Time.Equal(at(time.Second)) || len(got.Hash) != 64 {
+		t.Fatalf("get: %+v %v", got, err)
+	}
+	_, err = s.GetRecord(ctx, "team_b", "req_01", false)
+	wantErr(t, "another team's record", err, records.ErrNotFound)
+	if _, err := s.GetRecord(ctx, "", "req_01", true); err != nil {
+		t.Fatalf("an admin's get: %v", err)
+	}
+	page, more, err := s.ListRecords(ctx, records.Filter{TeamID: "team_a", Status: 4, Limit: 3})
+	if err != nil || !more || len(page) != 3 || page[0].Status != 400 || page[0].Seq < page[1].Seq {
+		t.Fatalf("list: %+v %v %v", page, more, err)
+	}
+	rest, more, err := s.ListRecords(ctx, records.Filter{TeamID: "team_a", Status: 4, Limit: 100, After: page[2].ID})
+	if err != nil || more || len(page)+len(rest) != 10 {
+		t.Fatalf("second page: %d %v %v", len(rest), more, err)
+	}
+	since, _, err := s.ListRecords(ctx, records.Filter{AllTeams: true, Since: at(25 * time.Second), Limit: 100})
+	if err != nil || len(since) != 5 {
+		t.Fatalf("since: %d %v", len(since), err)
+	}
+	_, _, err = s.ListRecords(ctx, records.Filter{TeamID: "team_b", After: "req_01"})
+	wantErr(t, "another team's cursor", err, records.ErrNotFound)
 }

@@ -1,0 +1,160 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
+	"github.com/sovereign-ai/sovereign/internal/auth"
+	"github.com/sovereign-ai/sovereign/internal/records"
+)
+
+// The request log: GET /v1/logs, /v1/logs/{id} and /v1/logs/export. A key
+// reads its own team's records; an admin key reads every team's.
+
+// LogObject is the API's request record.
+type LogObject struct {
+	Object string `json:"object"`
+	records.Record
+}
+
+func logObject(r records.Record) LogObject { return LogObject{Object: "request_log", Record: r} }
+
+func (s *Server) recordsOn() error {
+	if s.RecordStore == nil {
+		return apierr.New(apierr.NotFound, "this server keeps no request log")
+	}
+	return nil
+}
+
+// logFilter reads the filters of the log routes.
+func logFilter(r *http.Request) (records.Filter, error) {
+	q := r.URL.Query()
+	k, _ := KeyFrom(r.Context())
+	f := records.Filter{TeamID: k.TeamID, AllTeams: auth.HasScope(k, auth.ScopeAdmin), Model: q.Get("model"), KeyID: q.Get("key_id"),
+		Route: q.Get("route"), User: q.Get("user"), After: q.Get("after"), Limit: 20}
+	if v := q.Get("team_id"); v != "" {
+		if !f.AllTeams && v != k.TeamID {
+			return f, apierr.Invalid("team_id", "only an admin key reads other teams' records")
+		}
+		f.TeamID, f.AllTeams = v, false
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			return f, apierr.Invalid("limit", "'limit' must be an integer from 1 to 100")
+		}
+		f.Limit = n
+	}
+	if v := q.Get("status"); v != "" {
+		var n int
+		var err error
+		if c, ok := strings.CutSuffix(strings.ToLower(v), "xx"); ok {
+			n, err = strconv.Atoi(c)
+			if n < 1 || n > 5 {
+				err = errors.New("class")
+			}
+		} else if n, err = strconv.Atoi(v); err == nil && (n < 100 || n > 599) {
+			err = errors.New("range")
+		}
+		if err != nil {
+			return f, apierr.Invalid("status", "'status' is an HTTP status (404) or a class (4xx)")
+		}
+		f.Status = n
+	}
+	for _, t := range []struct {
+		name string
+		dst  *time.Time
+	}{{"since", &f.Since}, {"until", &f.Until}} {
+		if v := q.Get(t.name); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				return f, apierr.Invalid(t.name, fmt.Sprintf("'%s' must be a Unix time in seconds", t.name))
+			}
+			*t.dst = time.Unix(n, 0).UTC()
+		}
+	}
+	return f, nil
+}
+
+func (s *Server) listLogs(w http.ResponseWriter, r *http.Request) error {
+	if err := s.recordsOn(); err != nil {
+		return err
+	}
+	f, err := logFilter(r)
+	if err != nil {
+		return err
+	}
+	list, more, err := s.RecordStore.ListRecords(r.Context(), f)
+	if errors.Is(err, records.ErrNotFound) {
+		return &apierr.Error{Code: apierr.InvalidRequest, Param: "after", Message: fmt.Sprintf("no record %q to continue after", f.After), Err: err}
+	}
+	if err != nil {
+		return err
+	}
+	data := make([]LogObject, len(list))
+	for i, rec := range list {
+		data[i] = logObject(rec)
+	}
+	page := map[string]any{"object": "list", "data": data, "has_more": more, "first_id": nil, "last_id": nil}
+	if len(data) > 0 {
+		page["first_id"], page["last_id"] = data[0].ID, data[len(data)-1].ID
+	}
+	return writeJSON(w, http.StatusOK, page)
+}
+
+func (s *Server) getLog(w http.ResponseWriter, r *http.Request) error {
+	if err := s.recordsOn(); err != nil {
+		return err
+	}
+	k, _ := KeyFrom(r.Context())
+	id := r.PathValue("id")
+	rec, err := s.RecordStore.GetRecord(r.Context(), k.TeamID, id, auth.HasScope(k, auth.ScopeAdmin))
+	if errors.Is(err, records.ErrNotFound) {
+		return &apierr.Error{Code: apierr.NotFound, Message: fmt.Sprintf("no record %q", id), Err: err}
+	}
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, logObject(rec))
+}
+
+// exportLogs streams every record matching the filters as NDJSON, newest
+// first, for a SIEM.
+func (s *Server) exportLogs(w http.ResponseWriter, r *http.Request) error {
+	if err := s.recordsOn(); err != nil {
+		return err
+	}
+	f, err := logFilter(r)
+	if err != nil {
+		return err
+	}
+	f.Limit = 500
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	enc := json.NewEncoder(w)
+	rc := http.NewResponseController(w)
+	for {
+		list, more, err := s.RecordStore.ListRecords(r.Context(), f)
+		if errors.Is(err, records.ErrNotFound) {
+			return &apierr.Error{Code: apierr.InvalidRequest, Param: "after", Message: fmt.Sprintf("no record %q to continue after", f.After), Err: err}
+		}
+		if err != nil {
+			return err
+		}
+		for _, rec := range list {
+			if err := enc.Encode(logObject(rec)); err != nil {
+				return err
+			}
+		}
+		rc.Flush()
+		if !more || len(list) == 0 {
+			return nil
+		}
+		f.After, f.BeforeSeq = "", list[len(list)-1].Seq
+	}
+}

@@ -1,0 +1,280 @@
+// Package records keeps the request log: one record per API call (who,
+// what, which model and backend, how it ended, how long it took, how many
+// tokens), never the key itself nor, unless a team turns it on, what was
+// said. Records form one tamper-evident chain: each carries the SHA-256
+// of the previous record's hash and its own fields, so changing or
+// removing a stored row breaks the chain at that row, which Verify names.
+//
+// Logging never slows or fails a request: a Writer takes records on a
+// bounded buffer and appends them in batches off the request path; a
+// record that finds the buffer full is counted, not silently lost.
+package records
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Record is one API call.
+type Record struct {
+	// Seq is the record's place in the chain (assigned on append).
+	Seq int64 `json:"seq"`
+	// ID is the request id (x-request-id).
+	ID               string    `json:"id"`
+	Time             time.Time `json:"time"`
+	TeamID           string    `json:"team_id"`
+	KeyID            string    `json:"key_id"`
+	Method           string    `json:"method"`
+	Route            string    `json:"route"`
+	Model            string    `json:"model"`
+	Backend          string    `json:"backend"`
+	Replica          string    `json:"replica"`
+	Status           int       `json:"status"`
+	ErrorCode        string    `json:"error_code"`
+	LatencyMs        float64   `json:"latency_ms"`
+	TTFTMs           *float64  `json:"ttft_ms"`
+	PromptTokens     int       `json:"prompt_tokens"`
+	CompletionTokens int       `json:"completion_tokens"`
+	ClientIP         string    `json:"client_ip"`
+	User             string    `json:"user"`
+	// PrevHash and Hash chain the record (hex SHA-256; PrevHash is "" for
+	// the first record).
+	PrevHash string `json:"prev_hash"`
+	Hash     string `json:"hash"`
+}
+
+// Normalize puts a record in the form it is stored and hashed in: its
+// time in UTC at microsecond precision (what both databases keep).
+func (r *Record) Normalize() {
+	r.Time = r.Time.UTC().Truncate(time.Microsecond)
+}
+
+// ComputeHash is the record's hash given the previous one: SHA-256 over
+// the previous hash and the record's fields (all but Seq and Hash) in a
+// fixed JSON encoding.
+func (r Record) ComputeHash(prev string) string {
+	fields := struct {
+		Prev             string  `json:"prev"`
+		ID               string  `json:"id"`
+		Time             string  `json:"time"`
+		TeamID           string  `json:"team_id"`
+		KeyID            string  `json:"key_id"`
+		Method           string  `json:"method"`
+		Route            string  `json:"route"`
+		Model            string  `json:"model"`
+		Backend          string  `json:"backend"`
+		Replica          string  `json:"replica"`
+		Status           int     `json:"status"`
+		ErrorCode        string  `json:"error_code"`
+		LatencyMs        float64 `json:"latency_ms"`
+		TTFTMs           float64 `json:"ttft_ms"`
+		HasTTFT          bool    `json:"has_ttft"`
+		PromptTokens     int     `json:"prompt_tokens"`
+		CompletionTokens int     `json:"completion_tokens"`
+		ClientIP         string  `json:"client_ip"`
+		User             string  `json:"user"`
+	}{prev, r.ID, r.Time.UTC().Format(time.RFC3339Nano), r.TeamID, r.KeyID, r.Method, r.Route, r.Model, r.Backend, r.Replica,
+		r.Status, r.ErrorCode, r.LatencyMs, 0, r.TTFTMs != nil, r.PromptTokens, r.CompletionTokens, r.ClientIP, r.User}
+	if r.TTFTMs != nil {
+		fields.TTFTMs = *r.TTFTMs
+	}
+	b, _ := json.Marshal(fields)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// ErrNotFound is returned for a record that does not exist or is another
+// team's.
+var ErrNotFound = errors.New("record not found")
+
+// Filter selects records, newest first.
+type Filter struct {
+	// TeamID restricts to one team ("" with AllTeams: every team).
+	TeamID   string
+	AllTeams bool
+	Since    time.Time
+	Until    time.Time
+	Model    string
+	KeyID    string
+	Route    string
+	User     string
+	// Status is an exact status (200) or a class (4 for 4xx); 0: any.
+	Status int
+	// After is the id of the last record of the previous page; BeforeSeq,
+	// when set, continues below a chain position instead (request ids are
+	// a client's to choose, so they need not be unique).
+	After     string
+	BeforeSeq int64
+	Limit int
+}
+
+// Store keeps records.
+type Store interface {
+	// AppendRecords chains records after the current last one and stores
+	// them, atomically and serialized with every other append (across
+	// servers sharing the database). It sets their Seq, PrevHash and Hash.
+	AppendRecords(ctx context.Context, rs []Record) error
+	// ListRecords returns the records matching f, newest first, and
+	// whether more follow. ErrNotFound for a cursor that is not one of
+	// the team's records.
+	ListRecords(ctx context.Context, f Filter) ([]Record, bool, error)
+	// GetRecord returns the team's record id (any team's with all).
+	GetRecord(ctx context.Context, teamID, id string, all bool) (Record, error)
+	// ChainRecords calls fn with every record from seq on, in chain order,
+	// until fn returns false.
+	ChainRecords(ctx context.Context, from int64, fn func(Record) bool) error
+}
+
+// Break is where a chain stops verifying.
+type Break struct {
+	Seq    int64
+	ID     string
+	Reason string
+}
+
+func (b *Break) Error() string {
+	return fmt.Sprintf("the request log chain breaks at record %d (%s): %s", b.Seq, b.ID, b.Reason)
+}
+
+// Verify walks the chain and returns how many records it checked and the
+// first break (nil when the chain holds): a record whose hash is not the
+// hash of its fields, or whose previous hash is not its predecessor's.
+func Verify(ctx context.Context, s Store) (int, *Break, error) {
+	n, prev := 0, ""
+	var br *Break
+	err := s.ChainRecords(ctx, 0, func(r Record) bool {
+		switch {
+		case n == 0 && r.PrevHash != "":
+			br = &Break{r.Seq, r.ID, "it is the first record but chains to another: the records before it were removed"}
+		case r.PrevHash != prev:
+			br = &Break{r.Seq, r.ID, fmt.Sprintf("its previous hash %.12s… is not the hash of the record before it (%.12s…): a record was removed or changed", r.PrevHash, prev)}
+		case r.ComputeHash(r.PrevHash) != r.Hash:
+			br = &Break{r.Seq, r.ID, "its fields do not hash to its stored hash: the record was changed"}
+		}
+		if br != nil {
+			return false
+		}
+		n++
+		prev = r.Hash
+		return true
+	})
+	return n, br, err
+}
+
+// Counters is what a Writer reports to metrics.
+type Counters interface {
+	RecordsDropped(n int)
+	RecordsFailed(n int)
+}
+
+// Writer appends records in the background.
+type Writer struct {
+	store    Store
+	counters Counters
+	log      *slog.Logger
+	ch       chan Record
+	done     chan struct{}
+	mu       sync.RWMutex // closing the channel excludes sends
+	closed   bool
+	// Dropped and Failed count records lost to a full buffer and to store
+	// errors.
+	Dropped, Failed atomic.Int64
+}
+
+// Batch bounds one append.
+const Batch = 256
+
+// NewWriter starts a writer with a buffer of size records.
+func NewWriter(store Store, size int, counters Counters, log *slog.Logger) *Writer {
+	if size <= 0 {
+		size = 8192
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	w := &Writer{store: store, counters: counters, log: log, ch: make(chan Record, size), done: make(chan struct{})}
+	go w.loop()
+	return w
+}
+
+// Log queues a record; it never blocks. A record that finds the buffer
+// full (or the writer closed) is counted as dropped.
+func (w *Writer) Log(r Record) {
+	w.mu.RLock()
+	defer w.mu.RUnlock()
+	if w.closed {
+		w.drop(1)
+		return
+	}
+	select {
+	case w.ch <- r:
+	default:
+		w.drop(1)
+	}
+}
+
+func (w *Writer) drop(n int) {
+	w.Dropped.Add(int64(n))
+	if w.counters != nil {
+		w.counters.RecordsDropped(n)
+	}
+}
+
+func (w *Writer) loop() {
+	defer close(w.done)
+	batch := make([]Record, 0, Batch)
+	for r := range w.ch {
+		batch = append(batch[:0], r)
+		// Take what is already waiting, up to a batch, in one append.
+	fill:
+		for len(batch) < Batch {
+			select {
+			case r, ok := <-w.ch:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		w.append(batch)
+	}
+}
+
+func (w *Writer) append(batch []Record) {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err = w.store.AppendRecords(ctx, batch)
+		cancel()
+		if err == nil {
+			return
+		}
+		time.Sleep(time.Duration(attempt+1) * 100 * time.Millisecond)
+	}
+	w.Failed.Add(int64(len(batch)))
+	if w.counters != nil {
+		w.counters.RecordsFailed(len(batch))
+	}
+	w.log.Error("request log: records could not be stored", "records", len(batch), "err", err)
+}
+
+// Close stops taking records and waits until the queued ones are stored.
+func (w *Writer) Close() {
+	w.mu.Lock()
+	if !w.closed {
+		w.closed = true
+		close(w.ch)
+	}
+	w.mu.Unlock()
+	<-w.done
+}

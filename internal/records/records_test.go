@@ -1,0 +1,105 @@
+package records
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+)
+
+// memStore is a Store in memory; block, when set, holds appends until it
+// is closed.
+type memStore struct {
+	mu    sync.Mutex
+	recs  []Record
+	block chan struct{}
+}
+
+func (m *memStore) AppendRecords(ctx context.Context, rs []Record) error {
+	if m.block != nil {
+		<-m.block
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	prev := ""
+	if n := len(m.recs); n > 0 {
+		prev = m.recs[n-1].Hash
+	}
+	for _, r := range rs {
+		r.Normalize()
+		r.Seq, r.PrevHash, r.Hash = int64(len(m.recs)+1), prev, r.ComputeHash(prev)
+		prev = r.Hash
+		m.recs = append(m.recs, r)
+	}
+	return nil
+}
+
+func (m *memStore) ListRecords(context.Context, Filter) ([]Record, bool, error) { return nil, false, nil }
+func (m *memStore) GetRecord(context.Context, string, string, bool) (Record, error) {
+	return Record{}, ErrNotFound
+}
+func (m *memStore) ChainRecords(ctx context.Context, from int64, fn func(Record) bool) error {
+	m.mu.Lock()
+	recs := append([]Record(nil), m.recs...)
+	m.mu.Unlock()
+	for _, r := range recs {
+		if r.Seq >= from && !fn(r) {
+			return nil
+		}
+	}
+	return nil
+}
+
+type counts struct {
+	mu              sync.Mutex
+	dropped, failed int
+}
+
+func (c *counts) RecordsDropped(n int) { c.mu.Lock(); c.dropped += n; c.mu.Unlock() }
+func (c *counts) RecordsFailed(n int)  { c.mu.Lock(); c.failed += n; c.mu.Unlock() }
+
+// TestWriterNeverBlocksAndCountsWhatItDrops: with the store stuck, Log
+// returns at once; what does not fit the buffer is counted, the rest is
+// stored once the store moves, and Close waits for it.
+func TestWriterNeverBlocksAndCountsWhatItDrops(t *testing.T) {
+	st := &memStore{block: make(chan struct{})}
+	c := &counts{}
+	w := NewWriter(st, 4, c, nil)
+	start := time.Now()
+	for i := range 50 {
+		w.Log(Record{ID: string(rune('a' + i%26)), Time: time.Now(), Status: 200})
+	}
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Fatalf("Log blocked for %s", d)
+	}
+	close(st.block)
+	w.Close()
+	w.Log(Record{ID: "late"}) // after Close: counted, not a panic
+	stored := len(st.recs)
+	if int(w.Dropped.Load()) != 50+1-stored || c.dropped != 50+1-stored || stored < 4 || stored > 9 { // the buffer (4), plus what the writer took before it blocked
+		t.Fatalf("stored %d, dropped %d (counted %d)", stored, w.Dropped.Load(), c.dropped)
+	}
+	if n, br, err := Verify(context.Background(), st); err != nil || br != nil || n != stored {
+		t.Fatalf("verify: %d %v %v", n, br, err)
+	}
+}
+
+// TestVerifyNamesTheFirstBreak changes one record's field, then another's
+// link, and checks the break each time.
+func TestVerifyNamesTheFirstBreak(t *testing.T) {
+	st := &memStore{}
+	var batch []Record
+	for i := range 5 {
+		batch = append(batch, Record{ID: string(rune('a' + i)), Time: time.Now(), Status: 200, PromptTokens: i})
+	}
+	st.AppendRecords(context.Background(), batch)
+	st.recs[2].PromptTokens = 99
+	if _, br, _ := Verify(context.Background(), st); br == nil || br.Seq != 3 {
+		t.Fatalf("changed field: %+v", br)
+	}
+	st.recs[2].PromptTokens = 2
+	st.recs = append(st.recs[:1], st.recs[2:]...)
+	if _, br, _ := Verify(context.Background(), st); br == nil || br.Seq != 3 {
+		t.Fatalf("removed record: %+v", br)
+	}
+}

@@ -1,0 +1,210 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+
+	"github.com/sovereign-ai/sovereign/internal/records"
+)
+
+// The request_logs table: the store side of records.Store.
+
+var _ records.Store = (*Store)(nil)
+
+const recordColumns = `seq, id, time, team_id, key_id, method, route, model, backend, replica, status, error_code,
+	latency_ms, ttft_ms, prompt_tokens, completion_tokens, client_ip, user_name, prev_hash, hash`
+
+// AppendRecords chains and stores records in one transaction. The chain
+// head is read under the dialect's chain lock (PostgreSQL: a transaction
+// advisory lock, so servers sharing the database append one at a time;
+// SQLite: its write transactions are serialized already).
+func (s *Store) AppendRecords(ctx context.Context, rs []records.Record) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.errorf("append records: %w", err)
+	}
+	defer tx.Rollback()
+	if s.d.ChainLock != "" {
+		if _, err := tx.ExecContext(ctx, s.d.ChainLock); err != nil {
+			return s.errorf("append records: locking the chain: %w", err)
+		}
+	}
+	prev := ""
+	err = tx.QueryRowContext(ctx, `SELECT hash FROM request_logs ORDER BY seq DESC LIMIT 1`).Scan(&prev)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return s.errorf("append records: reading the chain head: %w", err)
+	}
+	stmt, err := tx.PrepareContext(ctx, s.rebind(`INSERT INTO request_logs (`+strings.TrimPrefix(recordColumns, "seq, ")+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`))
+	if err != nil {
+		return s.errorf("append records: %w", err)
+	}
+	defer stmt.Close()
+	for i := range rs {
+		r := &rs[i]
+		r.Normalize()
+		r.PrevHash = prev
+		r.Hash = r.ComputeHash(prev)
+		var ttft any
+		if r.TTFTMs != nil {
+			ttft = *r.TTFTMs
+		}
+		if err := stmt.QueryRowContext(ctx, r.ID, s.timeValue(r.Time), r.TeamID, r.KeyID, r.Method, r.Route, r.Model, r.Backend, r.Replica,
+			r.Status, r.ErrorCode, r.LatencyMs, ttft, r.PromptTokens, r.CompletionTokens, r.ClientIP, r.User, r.PrevHash, r.Hash).Scan(&r.Seq); err != nil {
+			return s.errorf("append records: %w", err)
+		}
+		prev = r.Hash
+	}
+	if err := tx.Commit(); err != nil {
+		return s.errorf("append records: %w", err)
+	}
+	return nil
+}
+
+func (s *Store) scanRecord(sc interface{ Scan(...any) error }) (records.Record, error) {
+	var r records.Record
+	var t TimeScanner
+	var ttft sql.NullFloat64
+	if err := sc.Scan(&r.Seq, &r.ID, &t, &r.TeamID, &r.KeyID, &r.Method, &r.Route, &r.Model, &r.Backend, &r.Replica, &r.Status, &r.ErrorCode,
+		&r.LatencyMs, &ttft, &r.PromptTokens, &r.CompletionTokens, &r.ClientIP, &r.User, &r.PrevHash, &r.Hash); err != nil {
+		return r, err
+	}
+	if ttft.Valid {
+		r.TTFTMs = &ttft.Float64
+	}
+	var err error
+	r.Time, err = s.requiredTime(t)
+	return r, err
+}
+
+// ListRecords returns records matching f, newest first. Errors:
+// records.ErrNotFound for a cursor that is not one of the team's records.
+func (s *Store) ListRecords(ctx context.Context, f records.Filter) ([]records.Record, bool, error) {
+	var where []string
+	var args []any
+	if !f.AllTeams {
+		where, args = append(where, "team_id = ?"), append(args, f.TeamID)
+	}
+	if f.After != "" {
+		q := `SELECT seq FROM request_logs WHERE id = ?`
+		cargs := []any{f.After}
+		if !f.AllTeams {
+			q, cargs = q+` AND team_id = ?`, append(cargs, f.TeamID)
+		}
+		var seq int64
+		err := s.db.QueryRowContext(ctx, s.rebind(q+` ORDER BY seq DESC LIMIT 1`), cargs...).Scan(&seq)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, false, s.errorf("record %q: %w", f.After, records.ErrNotFound)
+		}
+		if err != nil {
+			return nil, false, s.errorf("list records: %w", err)
+		}
+		where, args = append(where, "seq < ?"), append(args, seq)
+	}
+	if f.BeforeSeq > 0 {
+		where, args = append(where, "seq < ?"), append(args, f.BeforeSeq)
+	}
+	for _, c := range []struct{ col, v string }{{"model", f.Model}, {"key_id", f.KeyID}, {"route", f.Route}, {"user_name", f.User}} {
+		if c.v != "" {
+			where, args = append(where, c.col+" = ?"), append(args, c.v)
+		}
+	}
+	switch {
+	case f.Status >= 100:
+		where, args = append(where, "status = ?"), append(args, f.Status)
+	case f.Status > 0:
+		where, args = append(where, "status >= ? AND status < ?"), append(args, f.Status*100, f.Status*100+100)
+	}
+	if !f.Since.IsZero() {
+		where, args = append(where, "time >= ?"), append(args, s.timeValue(f.Since))
+	}
+	if !f.Until.IsZero() {
+		where, args = append(where, "time < ?"), append(args, s.timeValue(f.Until))
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 20
+	}
+	q := `SELECT ` + recordColumns + ` FROM request_logs`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	rows, err := s.db.QueryContext(ctx, s.rebind(q+` ORDER BY seq DESC LIMIT ?`), append(args, limit+1)...)
+	if err != nil {
+		return nil, false, s.errorf("list records: %w", err)
+	}
+	defer rows.Close()
+	out := []records.Record{}
+	for rows.Next() {
+		r, err := s.scanRecord(rows)
+		if err != nil {
+			return nil, false, s.errorf("list records: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, s.errorf("list records: %w", err)
+	}
+	more := len(out) > limit
+	if more {
+		out = out[:limit]
+	}
+	return out, more, nil
+}
+
+// GetRecord returns the newest record with the request id id, of the team
+// (of any team with all). Errors: records.ErrNotFound.
+func (s *Store) GetRecord(ctx context.Context, teamID, id string, all bool) (records.Record, error) {
+	q, args := `SELECT `+recordColumns+` FROM request_logs WHERE id = ?`, []any{id}
+	if !all {
+		q, args = q+` AND team_id = ?`, append(args, teamID)
+	}
+	r, err := s.scanRecord(s.db.QueryRowContext(ctx, s.rebind(q+` ORDER BY seq DESC LIMIT 1`), args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return r, s.errorf("record %q: %w", id, records.ErrNotFound)
+	}
+	if err != nil {
+		return r, s.errorf("get record: %w", err)
+	}
+	return r, nil
+}
+
+// ChainRecords calls fn with every record from seq from on, in chain
+// order, reading in pages so a long chain is not held in memory.
+func (s *Store) ChainRecords(ctx context.Context, from int64, fn func(records.Record) bool) error {
+	const page = 1000
+	for {
+		rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT `+recordColumns+` FROM request_logs WHERE seq >= ? ORDER BY seq LIMIT ?`), from, page)
+		if err != nil {
+			return s.errorf("chain records: %w", err)
+		}
+		n := 0
+		stop := false
+		for rows.Next() {
+			r, err := s.scanRecord(rows)
+			if err != nil {
+				rows.Close()
+				return s.errorf("chain records: %w", err)
+			}
+			n++
+			from = r.Seq + 1
+			if !fn(r) {
+				stop = true
+				break
+			}
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return s.errorf("chain records: %w", err)
+		}
+		if stop || n < page {
+			return nil
+		}
+	}
+}
