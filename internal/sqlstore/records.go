@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"runtime"
 	"strings"
 
 	"github.com/sovereign-ai/sovereign/internal/records"
@@ -59,6 +60,9 @@ func (s *Store) AppendRecords(ctx context.Context, rs []records.Record) error {
 			return s.errorf("append records: %w", err)
 		}
 		prev = r.Hash
+		// The log writer shares the server's CPU with requests: let them
+		// run between rows rather than after a whole batch.
+		runtime.Gosched()
 	}
 	if err := tx.Commit(); err != nil {
 		return s.errorf("append records: %w", err)
