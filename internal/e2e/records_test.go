@@ -130,6 +130,37 @@ func TestRequestLogOnSQLiteAndPostgres(t *testing.T) {
 				t.Fatalf("export: %s, %d lines", resp.Header.Get("Content-Type"), lines)
 			}
 
+			// Usage from the same records: by model for this team, by team
+			// for the admin; another team sees only its own.
+			usage := e.json("GET", "/v1/usage?group_by=model", nil, 200)
+			var tiny map[string]any
+			for _, d := range usage["data"].([]any) {
+				if m := d.(map[string]any); m["group"] == "tiny" {
+					tiny = m
+				}
+			}
+			if tiny == nil || tiny["requests"].(float64) < 1 || tiny["completion_tokens"].(float64) < 1 ||
+				tiny["total_tokens"].(float64) != tiny["prompt_tokens"].(float64)+tiny["completion_tokens"].(float64) {
+				t.Fatalf("usage by model: %v", usage)
+			}
+			byTeam := e.json("GET", "/v1/usage?group_by=team", nil, 200)["data"].([]any)
+			if len(byTeam) < 2 {
+				t.Fatalf("an admin's usage by team: %v", byTeam)
+			}
+			for _, d := range e.jsonWith(otherReader, "GET", "/v1/usage?group_by=team", nil, 200)["data"].([]any) {
+				if g := d.(map[string]any)["group"]; g != team["id"] {
+					t.Fatalf("another team's usage shows team %v", g)
+				}
+			}
+			if day := e.json("GET", "/v1/usage?group_by=day", nil, 200)["data"].([]any); len(day) != 1 || day[0].(map[string]any)["group"] != time.Now().UTC().Format("2006-01-02") {
+				t.Fatalf("usage by day: %v", day)
+			}
+			resp = e.request(e.key, "GET", "/v1/usage?group_by=planet", nil)
+			resp.Body.Close()
+			if resp.StatusCode != 400 {
+				t.Fatalf("bad group_by: %d", resp.StatusCode)
+			}
+
 			// The chain holds; then a changed row and a removed row break it there.
 			ctx := context.Background()
 			if n, br, err := records.Verify(ctx, db); err != nil || br != nil || n < 5 {

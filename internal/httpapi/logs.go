@@ -158,3 +158,37 @@ func (s *Server) exportLogs(w http.ResponseWriter, r *http.Request) error {
 		f.After, f.BeforeSeq = "", list[len(list)-1].Seq
 	}
 }
+
+// usage serves GET /v1/usage: requests, errors and tokens over a time
+// range (since, until; default the last 30 days), grouped by model, key,
+// team, user or day, from the request log. A key sees its own team's; an
+// admin key every team's (team_id narrows).
+func (s *Server) usage(w http.ResponseWriter, r *http.Request) error {
+	if err := s.recordsOn(); err != nil {
+		return err
+	}
+	f, err := logFilter(r)
+	if err != nil {
+		return err
+	}
+	group := r.URL.Query().Get("group_by")
+	switch group {
+	case "":
+		group = records.ByModel
+	case records.ByModel, records.ByKey, records.ByTeam, records.ByUser, records.ByDay:
+	default:
+		return apierr.Invalid("group_by", "'group_by' is one of model, key, team, user, day")
+	}
+	if f.Since.IsZero() {
+		f.Since = time.Now().Add(-30 * 24 * time.Hour).UTC().Truncate(time.Second)
+	}
+	rows, err := s.RecordStore.Usage(r.Context(), f, group)
+	if err != nil {
+		return err
+	}
+	out := map[string]any{"object": "usage", "group_by": group, "since": f.Since.Unix(), "until": nil, "data": rows}
+	if !f.Until.IsZero() {
+		out["until"] = f.Until.Unix()
+	}
+	return writeJSON(w, http.StatusOK, out)
+}

@@ -51,6 +51,7 @@ var dialect = sqlstore.Dialect{
 	// One chain across every server: a transaction-level advisory lock
 	// (released at commit) keyed by a constant of the request log's own.
 	ChainLock: `SELECT pg_advisory_xact_lock(7301234567)`,
+	DayExpr:   `to_char(time AT TIME ZONE 'UTC', 'YYYY-MM-DD')`,
 }
 
 // Open connects to the PostgreSQL database at url (postgres://… or

@@ -116,6 +116,25 @@ type Filter struct {
 	Limit int
 }
 
+// Usage groups records by one dimension.
+const (
+	ByModel = "model"
+	ByKey   = "key"
+	ByTeam  = "team"
+	ByUser  = "user"
+	ByDay   = "day"
+)
+
+// UsageRow is one group's usage over a range.
+type UsageRow struct {
+	Group            string `json:"group"`
+	Requests         int64  `json:"requests"`
+	Errors           int64  `json:"errors"`
+	PromptTokens     int64  `json:"prompt_tokens"`
+	CompletionTokens int64  `json:"completion_tokens"`
+	TotalTokens      int64  `json:"total_tokens"`
+}
+
 // Store keeps records.
 type Store interface {
 	// AppendRecords chains records after the current last one and stores
@@ -131,6 +150,10 @@ type Store interface {
 	// ChainRecords calls fn with every record from seq on, in chain order,
 	// until fn returns false.
 	ChainRecords(ctx context.Context, from int64, fn func(Record) bool) error
+	// Usage sums the records matching f's team and time range by group
+	// (ByModel, ByKey, ByTeam, ByUser or ByDay, UTC), largest token use
+	// first.
+	Usage(ctx context.Context, f Filter, groupBy string) ([]UsageRow, error)
 }
 
 // Break is where a chain stops verifying.

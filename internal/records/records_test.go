@@ -38,6 +38,7 @@ func (m *memStore) ListRecords(context.Context, Filter) ([]Record, bool, error) 
 func (m *memStore) GetRecord(context.Context, string, string, bool) (Record, error) {
 	return Record{}, ErrNotFound
 }
+func (m *memStore) Usage(context.Context, Filter, string) ([]UsageRow, error) { return nil, nil }
 func (m *memStore) ChainRecords(ctx context.Context, from int64, fn func(Record) bool) error {
 	m.mu.Lock()
 	recs := append([]Record(nil), m.recs...)

@@ -50,6 +50,7 @@ var dialect = sqlstore.Dialect{
 	TimeValue:             func(t time.Time) any { return fmtTime(t) },
 	IsUniqueViolation:     isUnique,
 	IsForeignKeyViolation: isForeignKey,
+	DayExpr:               `substr(time, 1, 10)`, // times are stored as UTC RFC 3339 text
 }
 
 // Open opens (creating if needed) the SQLite database at path and brings

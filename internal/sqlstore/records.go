@@ -212,3 +212,45 @@ func (s *Store) ChainRecords(ctx context.Context, from int64, fn func(records.Re
 		}
 	}
 }
+
+// Usage sums the records matching f's team and time range by group.
+func (s *Store) Usage(ctx context.Context, f records.Filter, groupBy string) ([]records.UsageRow, error) {
+	col := map[string]string{records.ByModel: "model", records.ByKey: "key_id", records.ByTeam: "team_id", records.ByUser: "user_name", records.ByDay: s.d.DayExpr}[groupBy]
+	if col == "" {
+		return nil, s.errorf("usage: unknown grouping %q", groupBy)
+	}
+	var where []string
+	var args []any
+	if !f.AllTeams {
+		where, args = append(where, "team_id = ?"), append(args, f.TeamID)
+	}
+	if !f.Since.IsZero() {
+		where, args = append(where, "time >= ?"), append(args, s.timeValue(f.Since))
+	}
+	if !f.Until.IsZero() {
+		where, args = append(where, "time < ?"), append(args, s.timeValue(f.Until))
+	}
+	q := `SELECT ` + col + `, COUNT(*), SUM(CASE WHEN status >= 400 THEN 1 ELSE 0 END), SUM(prompt_tokens), SUM(completion_tokens) FROM request_logs`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	q += ` GROUP BY 1 ORDER BY SUM(prompt_tokens) + SUM(completion_tokens) DESC, 1`
+	rows, err := s.db.QueryContext(ctx, s.rebind(q), args...)
+	if err != nil {
+		return nil, s.errorf("usage: %w", err)
+	}
+	defer rows.Close()
+	out := []records.UsageRow{}
+	for rows.Next() {
+		var u records.UsageRow
+		if err := rows.Scan(&u.Group, &u.Requests, &u.Errors, &u.PromptTokens, &u.CompletionTokens); err != nil {
+			return nil, s.errorf("usage: %w", err)
+		}
+		u.TotalTokens = u.PromptTokens + u.CompletionTokens
+		out = append(out, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.errorf("usage: %w", err)
+	}
+	return out, nil
+}

@@ -49,6 +49,9 @@ type Dialect struct {
 	// the request log chain, to serialize appends across connections and
 	// servers ("" when write transactions are serialized already).
 	ChainLock string
+	// DayExpr is the SQL expression of a row's UTC day (YYYY-MM-DD) from
+	// its time column.
+	DayExpr string
 }
 
 // Store implements auth.KeyStore (and, as more tables arrive, the other
