@@ -9,6 +9,7 @@ require (
 	github.com/openai/openai-go/v3 v3.96.0
 	github.com/pressly/goose/v3 v3.29.0
 	github.com/prometheus/client_golang v1.25.0
+	github.com/transparency-dev/merkle v0.0.2
 	golang.org/x/net v0.61.0
 	gonum.org/v1/gonum v0.15.0
 	gopkg.in/yaml.v3 v3.0.1

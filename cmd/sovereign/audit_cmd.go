@@ -63,6 +63,11 @@ func auditCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stdout, "BROKEN after %d good records: record %d (request %s): %s\n", n, br.Seq, br.ID, br.Reason)
 		return fmt.Errorf("audit verify: %w", br)
 	}
-	fmt.Fprintf(stdout, "OK: %d records, every hash matches its record and its predecessor.\n", n)
+	size, root, err := records.Checkpoint(ctx, db)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "OK: %d records, every hash matches its record and its predecessor.\nMerkle root (RFC 6962) of the %d records: %s\n"+
+		"Keep it: GET /v1/logs/{id}/proof proves a record's inclusion against it.\n", n, size, root)
 	return nil
 }

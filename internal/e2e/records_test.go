@@ -161,6 +161,20 @@ func TestRequestLogOnSQLiteAndPostgres(t *testing.T) {
 				t.Fatalf("bad group_by: %d", resp.StatusCode)
 			}
 
+			// An inclusion proof of the record verifies against the root.
+			proofObj := e.json("GET", "/v1/logs/req-log-ok/proof", nil, 200)
+			var in records.Inclusion
+			b, _ := json.Marshal(proofObj)
+			json.Unmarshal(b, &in)
+			if err := records.VerifyInclusion(in); err != nil || in.TreeSize < 5 {
+				t.Fatalf("inclusion proof %v: %v", proofObj, err)
+			}
+			resp = e.request(otherReader, "GET", "/v1/logs/req-log-ok/proof", nil)
+			resp.Body.Close()
+			if resp.StatusCode != 404 {
+				t.Fatalf("another team's proof: %d", resp.StatusCode)
+			}
+
 			// The chain holds; then a changed row and a removed row break it there.
 			ctx := context.Background()
 			if n, br, err := records.Verify(ctx, db); err != nil || br != nil || n < 5 {
@@ -170,7 +184,7 @@ func TestRequestLogOnSQLiteAndPostgres(t *testing.T) {
 				out, err := exec.Command(testutil.Binary(t), "audit", "verify", "--database-url", dsn).CombinedOutput()
 				return string(out), err
 			}
-			if out, err := audit(); err != nil || !strings.Contains(out, "OK:") {
+			if out, err := audit(); err != nil || !strings.Contains(out, "OK:") || !strings.Contains(out, "Merkle root") {
 				t.Fatalf("audit verify on an intact chain: %v\n%s", err, out)
 			}
 			driver := map[string]string{"sqlite": "sqlite", "postgres": "pgx"}[kind]

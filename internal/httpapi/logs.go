@@ -192,3 +192,26 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) error {
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
+
+// logProof serves GET /v1/logs/{id}/proof: the RFC 6962 inclusion proof
+// of the record in the tree of every record stored now (docs/records.md).
+func (s *Server) logProof(w http.ResponseWriter, r *http.Request) error {
+	if err := s.recordsOn(); err != nil {
+		return err
+	}
+	k, _ := KeyFrom(r.Context())
+	id := r.PathValue("id")
+	rec, err := s.RecordStore.GetRecord(r.Context(), k.TeamID, id, auth.HasScope(k, auth.ScopeAdmin))
+	if errors.Is(err, records.ErrNotFound) {
+		return &apierr.Error{Code: apierr.NotFound, Message: fmt.Sprintf("no record %q", id), Err: err}
+	}
+	if err != nil {
+		return err
+	}
+	in, err := records.Prove(r.Context(), s.RecordStore, rec.Seq)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"object": "log.inclusion_proof", "id": rec.ID, "seq": in.Seq, "leaf_index": in.LeafIndex,
+		"leaf_hash": in.LeafHash, "tree_size": in.TreeSize, "root": in.Root, "proof": in.Proof, "hasher": "RFC 6962, SHA-256; the leaf is the record's hash"})
+}

@@ -2,9 +2,12 @@ package records
 
 import (
 	"context"
+	"encoding/hex"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/transparency-dev/merkle/testonly"
 )
 
 // memStore is a Store in memory; block, when set, holds appends until it
@@ -102,5 +105,47 @@ func TestVerifyNamesTheFirstBreak(t *testing.T) {
 	st.recs = append(st.recs[:1], st.recs[2:]...)
 	if _, br, _ := Verify(context.Background(), st); br == nil || br.Seq != 3 {
 		t.Fatalf("removed record: %+v", br)
+	}
+}
+
+// TestInclusionProofs proves every record of logs of several sizes and
+// checks each proof with the library's verifier; a proof for another leaf
+// or a changed root fails.
+func TestInclusionProofs(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 7, 8, 13} {
+		st := &memStore{}
+		var batch []Record
+		for i := range n {
+			batch = append(batch, Record{ID: string(rune('a' + i)), Time: time.Now(), Status: 200, PromptTokens: i})
+		}
+		st.AppendRecords(context.Background(), batch)
+		// The library's reference tree over the same leaves.
+		ref := testonly.New(Hasher)
+		for _, r := range st.recs {
+			h, _ := hex.DecodeString(r.Hash)
+			ref.AppendData(h)
+		}
+		for _, r := range st.recs {
+			in, err := Prove(context.Background(), st, r.Seq)
+			if in.Root != hex.EncodeToString(ref.Hash()) {
+				t.Fatalf("n=%d: root %s, reference %x", n, in.Root, ref.Hash())
+			}
+			if err != nil || in.TreeSize != uint64(n) {
+				t.Fatalf("n=%d seq %d: %+v %v", n, r.Seq, in, err)
+			}
+			if err := VerifyInclusion(in); err != nil {
+				t.Fatalf("n=%d seq %d: %v", n, r.Seq, err)
+			}
+			if n > 1 {
+				bad := in
+				bad.LeafIndex = (in.LeafIndex + 1) % uint64(n)
+				if VerifyInclusion(bad) == nil {
+					t.Fatalf("n=%d: a proof verified for the wrong leaf", n)
+				}
+			}
+		}
+	}
+	if _, err := Prove(context.Background(), &memStore{}, 5); err != ErrNotFound {
+		t.Fatalf("no such record: %v", err)
 	}
 }
