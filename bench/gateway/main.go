@@ -271,6 +271,17 @@ type Report struct {
 	Ratios    []Ratio        `json:"ratios,omitempty"`
 	Checks    []Check        `json:"checks,omitempty"`
 	Pass      bool           `json:"pass"`
+	// SovereignLog compares the requests sent to Sovereign with the
+	// records its request log holds for them.
+	SovereignLog *LogCount `json:"sovereign_log,omitempty"`
+}
+
+// LogCount is how many requests went to Sovereign and how many records
+// its request log has (read back through GET /v1/usage).
+type LogCount struct {
+	Sent     int64  `json:"sent"`
+	Recorded int64  `json:"recorded"`
+	Error    string `json:"error,omitempty"`
 }
 
 // Host describes the machine: the load generator, the mock and the gateways
@@ -868,8 +879,54 @@ func run(ctx context.Context, cfg config) *Report {
 			rebase(ctx, rep, base, m, cfg, log)
 		}
 	}
+	for _, tr := range rep.Targets {
+		if tr.Name != sovereign || tr.Error != "" {
+			continue
+		}
+		lc := &LogCount{}
+		for _, mr := range tr.Modes {
+			lc.Sent += mr.Requests
+		}
+		lc.Recorded, lc.Error = countRecords(ctx, cfg, lc.Sent, log.began)
+		rep.SovereignLog = lc
+		log.printf("sovereign request log: %d records for %d requests sent", lc.Recorded, lc.Sent)
+	}
 	rep.DurationS = math.Round(time.Since(log.began).Seconds()*10) / 10
 	return rep
+}
+
+// countRecords reads how many records Sovereign's request log holds since
+// start (GET /v1/usage, summed over teams), waiting up to 10 s for the
+// writer to catch up with want.
+func countRecords(ctx context.Context, cfg config, want int64, start time.Time) (int64, string) {
+	var n int64
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/v1/usage?group_by=team&since=%d", cfg.sovURL, start.Add(-time.Second).Unix()), nil)
+		req.Header.Set("Authorization", "Bearer "+cfg.sovKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return n, err.Error()
+		}
+		var u struct {
+			Data []struct {
+				Requests int64 `json:"requests"`
+			} `json:"data"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&u)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return n, fmt.Sprintf("GET /v1/usage: HTTP %d %v", resp.StatusCode, err)
+		}
+		n = 0
+		for _, d := range u.Data {
+			n += d.Requests
+		}
+		// The usage calls themselves are recorded too, after they answer.
+		if n >= want || time.Now().After(deadline) {
+			return n, ""
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }
 
 // rebase measures the direct path a second time at c=1 and the fixed rates,
@@ -1492,6 +1549,15 @@ func writeMarkdown(w io.Writer, r *Report, cfg config) bool {
 			d := *pt.tools - *pt.base
 			check(name, fmt.Sprintf("%.3f ms", d), "<= 0.100 ms", d <= 0.1)
 		}
+	}
+	if lc := r.SovereignLog; lc != nil {
+		// Every request sent leaves a record; the usage reads themselves
+		// may add a few more.
+		value := fmt.Sprintf("%d records for %d requests", lc.Recorded, lc.Sent)
+		if lc.Error != "" {
+			value = lc.Error
+		}
+		check("Sovereign's request log keeps a record of every request", value, "records ≥ requests sent", lc.Error == "" && lc.Recorded >= lc.Sent)
 	}
 	for _, gw := range []string{litellm, portkey} {
 		if r.target(gw) == nil {
