@@ -55,6 +55,9 @@ func auditCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	defer db.Close()
 	fmt.Fprintf(stdout, "Verifying the request log in %s …\n", store.Redact(cfg.DatabaseURL))
+	if a, err := db.Anchor(ctx); err == nil && a.Seq > 0 {
+		fmt.Fprintf(stdout, "Retention removed %d records; the chain goes on from record %d (hash %.16s…).\n", a.Purged, a.Seq, a.Hash)
+	}
 	n, br, err := records.Verify(ctx, db)
 	if err != nil {
 		return err

@@ -134,6 +134,15 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 	a.RerankModel, a.RerankWhy = DefaultRerankModel(cfg.RerankModel, a.Catalog.List(ctx))
 	a.Records = records.NewWriter(a.DB, 0, a.Metrics, log)
 	a.closers = append(a.closers, a.Records.Close) // before the database closes: queued records are stored
+	if cfg.LogRetention > 0 {
+		pctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			(&records.Purger{Store: a.DB, Retention: cfg.LogRetention, Log: log}).Run(pctx)
+		}()
+		a.closers = append(a.closers, func() { stop(); <-done })
+	}
 	srcs := sources.New(a.DB, a.Catalog, DefaultEmbeddingModel, log)
 	a.API = &httpapi.Server{
 		Models: a.Catalog, Auth: a.Keys, Keys: a.Keys, Metrics: a.Metrics, Log: log, MaxBody: cfg.MaxBodyBytes,

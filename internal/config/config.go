@@ -48,6 +48,8 @@ type Config struct {
 	// model (default: the first installed cross-encoder, else the default
 	// chat model with the query-likelihood method).
 	RerankModel string `yaml:"rerank_model"`
+	// LogRetention is how long request records are kept (0: forever).
+	LogRetention time.Duration `yaml:"log_retention"`
 	// Models configures upstream models, local models from other paths, and
 	// aliases, limits and deprecation (YAML only; see docs/models.md).
 	Models []catalog.Spec `yaml:"models"`
@@ -82,6 +84,7 @@ var settings = []setting{
 	{"MaxLoaded", "max_loaded", "SOVEREIGN_MAX_LOADED", "2", "most models loaded at once"},
 	{"Deterministic", "deterministic", "SOVEREIGN_DETERMINISTIC", "false", "same output for the same request whatever runs beside it (decodes each sequence on its own; costs batched throughput)"},
 	{"RerankModel", "rerank_model", "SOVEREIGN_RERANK_MODEL", "", "default rerank model (default: the first installed cross-encoder, else the default chat model)"},
+	{"LogRetention", "log_retention", "SOVEREIGN_LOG_RETENTION", "0s", "how long request records are kept, e.g. 2160h (0: forever); older ones are purged hourly, the chain kept verifiable"},
 }
 
 // Load builds the configuration from defaults, the YAML file named by

@@ -150,10 +150,25 @@ type Store interface {
 	// ChainRecords calls fn with every record from seq on, in chain order,
 	// until fn returns false.
 	ChainRecords(ctx context.Context, from int64, fn func(Record) bool) error
+	// Purge removes the records older than before, in chain order (it
+	// stops at the first newer record), and keeps the last removed one's
+	// seq and hash as the chain's anchor, under the same lock as appends.
+	// It returns how many it removed.
+	Purge(ctx context.Context, before time.Time) (int64, error)
+	// Anchor is the last record removed by Purge (zero: none), and how
+	// many records purges have removed in all.
+	Anchor(ctx context.Context) (Anchor, error)
 	// Usage sums the records matching f's team and time range by group
 	// (ByModel, ByKey, ByTeam, ByUser or ByDay, UTC), largest token use
 	// first.
 	Usage(ctx context.Context, f Filter, groupBy string) ([]UsageRow, error)
+}
+
+// Anchor is where the kept chain starts after a retention purge.
+type Anchor struct {
+	Seq    int64
+	Hash   string
+	Purged int64
 }
 
 // Break is where a chain stops verifying.
@@ -171,12 +186,18 @@ func (b *Break) Error() string {
 // first break (nil when the chain holds): a record whose hash is not the
 // hash of its fields, or whose previous hash is not its predecessor's.
 func Verify(ctx context.Context, s Store) (int, *Break, error) {
-	n, prev := 0, ""
+	a, err := s.Anchor(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	n, prev := 0, a.Hash
 	var br *Break
-	err := s.ChainRecords(ctx, 0, func(r Record) bool {
+	err = s.ChainRecords(ctx, 0, func(r Record) bool {
 		switch {
-		case n == 0 && r.PrevHash != "":
+		case n == 0 && r.PrevHash != a.Hash && a.Seq == 0:
 			br = &Break{r.Seq, r.ID, "it is the first record but chains to another: the records before it were removed"}
+		case n == 0 && r.PrevHash != a.Hash:
+			br = &Break{r.Seq, r.ID, fmt.Sprintf("it does not chain to the last record retention removed (%d): records after that one were removed", a.Seq)}
 		case r.PrevHash != prev:
 			br = &Break{r.Seq, r.ID, fmt.Sprintf("its previous hash %.12s… is not the hash of the record before it (%.12s…): a record was removed or changed", r.PrevHash, prev)}
 		case r.ComputeHash(r.PrevHash) != r.Hash:
@@ -190,6 +211,44 @@ func Verify(ctx context.Context, s Store) (int, *Break, error) {
 		return true
 	})
 	return n, br, err
+}
+
+// Purger removes records past the retention in the background.
+type Purger struct {
+	Store     Store
+	Retention time.Duration
+	Every     time.Duration
+	Log       *slog.Logger
+	Now       func() time.Time
+}
+
+// Run purges every Every until ctx is done (Retention 0: never).
+func (p *Purger) Run(ctx context.Context) {
+	if p.Retention <= 0 {
+		return
+	}
+	every := p.Every
+	if every <= 0 {
+		every = time.Hour
+	}
+	now := p.Now
+	if now == nil {
+		now = time.Now
+	}
+	for {
+		n, err := p.Store.Purge(ctx, now().Add(-p.Retention))
+		switch {
+		case err != nil && ctx.Err() == nil:
+			p.Log.Error("request log: purge failed", "err", err)
+		case n > 0:
+			p.Log.Info("request log: purged records past the retention", "records", n, "retention", p.Retention.String())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+	}
 }
 
 // Counters is what a Writer reports to metrics.

@@ -37,11 +37,15 @@ func (m *memStore) AppendRecords(ctx context.Context, rs []Record) error {
 	return nil
 }
 
-func (m *memStore) ListRecords(context.Context, Filter) ([]Record, bool, error) { return nil, false, nil }
+func (m *memStore) ListRecords(context.Context, Filter) ([]Record, bool, error) {
+	return nil, false, nil
+}
 func (m *memStore) GetRecord(context.Context, string, string, bool) (Record, error) {
 	return Record{}, ErrNotFound
 }
 func (m *memStore) Usage(context.Context, Filter, string) ([]UsageRow, error) { return nil, nil }
+func (m *memStore) Purge(context.Context, time.Time) (int64, error)           { return 0, nil }
+func (m *memStore) Anchor(context.Context) (Anchor, error)                    { return Anchor{}, nil }
 func (m *memStore) ChainRecords(ctx context.Context, from int64, fn func(Record) bool) error {
 	m.mu.Lock()
 	recs := append([]Record(nil), m.recs...)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/records"
 )
@@ -37,7 +38,14 @@ func (s *Store) AppendRecords(ctx context.Context, rs []records.Record) error {
 	}
 	prev := ""
 	err = tx.QueryRowContext(ctx, `SELECT hash FROM request_logs ORDER BY seq DESC LIMIT 1`).Scan(&prev)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+	if errors.Is(err, sql.ErrNoRows) {
+		// Empty: the chain goes on from the last record retention removed.
+		err = tx.QueryRowContext(ctx, `SELECT hash FROM request_log_anchor WHERE id = 1`).Scan(&prev)
+		if errors.Is(err, sql.ErrNoRows) {
+			err = nil
+		}
+	}
+	if err != nil {
 		return s.errorf("append records: reading the chain head: %w", err)
 	}
 	stmt, err := tx.PrepareContext(ctx, s.rebind(`INSERT INTO request_logs (`+strings.TrimPrefix(recordColumns, "seq, ")+`)
@@ -253,4 +261,67 @@ func (s *Store) Usage(ctx context.Context, f records.Filter, groupBy string) ([]
 		return nil, s.errorf("usage: %w", err)
 	}
 	return out, nil
+}
+
+// Purge removes the records older than before from the start of the
+// chain, and moves the anchor to the last one removed, in one transaction
+// under the chain lock.
+func (s *Store) Purge(ctx context.Context, before time.Time) (int64, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, s.errorf("purge records: %w", err)
+	}
+	defer tx.Rollback()
+	if s.d.ChainLock != "" {
+		if _, err := tx.ExecContext(ctx, s.d.ChainLock); err != nil {
+			return 0, s.errorf("purge records: locking the chain: %w", err)
+		}
+	}
+	// The records to remove are a prefix of the chain: up to the first
+	// record that is not old enough.
+	var limit sql.NullInt64
+	err = tx.QueryRowContext(ctx, s.rebind(`SELECT MIN(seq) FROM request_logs WHERE time >= ?`), s.timeValue(before)).Scan(&limit)
+	if err != nil {
+		return 0, s.errorf("purge records: %w", err)
+	}
+	q := `SELECT seq, hash FROM request_logs`
+	var args []any
+	if limit.Valid {
+		q, args = q+` WHERE seq < ?`, append(args, limit.Int64)
+	}
+	var last int64
+	var hash string
+	err = tx.QueryRowContext(ctx, s.rebind(q+` ORDER BY seq DESC LIMIT 1`), args...).Scan(&last, &hash)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, s.errorf("purge records: %w", err)
+	}
+	res, err := tx.ExecContext(ctx, s.rebind(`DELETE FROM request_logs WHERE seq <= ?`), last)
+	if err != nil {
+		return 0, s.errorf("purge records: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	if _, err := tx.ExecContext(ctx, s.rebind(`INSERT INTO request_log_anchor (id, seq, hash, purged) VALUES (1, ?, ?, ?)
+		ON CONFLICT (id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, purged = request_log_anchor.purged + excluded.purged`), last, hash, n); err != nil {
+		return 0, s.errorf("purge records: keeping the anchor: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, s.errorf("purge records: %w", err)
+	}
+	return n, nil
+}
+
+// Anchor returns the chain's anchor (zero before any purge).
+func (s *Store) Anchor(ctx context.Context) (records.Anchor, error) {
+	var a records.Anchor
+	err := s.db.QueryRowContext(ctx, `SELECT seq, hash, purged FROM request_log_anchor WHERE id = 1`).Scan(&a.Seq, &a.Hash, &a.Purged)
+	if errors.Is(err, sql.ErrNoRows) {
+		return records.Anchor{}, nil
+	}
+	if err != nil {
+		return a, s.errorf("anchor: %w", err)
+	}
+	return a, nil
 }

@@ -852,4 +852,39 @@ func testRecords(t *testing.T, ks auth.KeyStore) {
 	}
 	_, _, err = s.ListRecords(ctx, records.Filter{TeamID: "team_b", After: "req_01"})
 	wantErr(t, "another team's cursor", err, records.ErrNotFound)
+
+	// Retention: a purge removes the chain's old prefix (up to the first
+	// record that is new enough), keeps the anchor, and the chain still
+	// verifies — also once every record went and new ones follow.
+	// (Appends ran concurrently, so chain order is not time order: cut
+	// just after the first record's time removes it and whatever older
+	// records follow it.)
+	var cut time.Time
+	s.ChainRecords(ctx, 0, func(r records.Record) bool {
+		cut = r.Time.Add(time.Microsecond)
+		return false
+	})
+	n, err := s.Purge(ctx, cut)
+	if err != nil || n < 1 || n > 30 {
+		t.Fatalf("purge before %v: %d %v", cut, n, err)
+	}
+	a, err := s.Anchor(ctx)
+	if err != nil || a.Seq == 0 || len(a.Hash) != 64 || a.Purged != n {
+		t.Fatalf("anchor: %+v %v", a, err)
+	}
+	if kept, br, err := records.Verify(ctx, s); err != nil || br != nil || int64(kept) != 30-n {
+		t.Fatalf("verify after the purge: %d %v %v", kept, br, err)
+	}
+	if all, err := s.Purge(ctx, at(time.Hour)); err != nil || all != 30-n {
+		t.Fatalf("purging the rest: %d %v", all, err)
+	}
+	if err := s.AppendRecords(ctx, []records.Record{{ID: "after", Time: time.Now(), Status: 200}}); err != nil {
+		t.Fatal(err)
+	}
+	if kept, br, err := records.Verify(ctx, s); err != nil || br != nil || kept != 1 {
+		t.Fatalf("verify after a full purge and a new record: %d %v %v", kept, br, err)
+	}
+	if again, err := s.Purge(ctx, at(time.Hour)); err != nil || again != 0 {
+		t.Fatalf("a purge with nothing old: %d %v", again, err)
+	}
 }
