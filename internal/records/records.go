@@ -113,7 +113,7 @@ type Filter struct {
 	// a client's to choose, so they need not be unique).
 	After     string
 	BeforeSeq int64
-	Limit int
+	Limit     int
 }
 
 // Usage groups records by one dimension.
