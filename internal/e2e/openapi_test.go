@@ -55,6 +55,21 @@ func loadSpec(t *testing.T) *openapi3.T {
 		// The stream is validated chunk by chunk (checkSSE); as a whole it
 		// is the string the document declares.
 		openapi3filter.RegisterBodyDecoder("text/event-stream", openapi3filter.PlainBodyDecoder)
+		// NDJSON (the log export): every line must be a JSON object; as a
+		// whole it is the string the document declares.
+		openapi3filter.RegisterBodyDecoder("application/x-ndjson", func(r io.Reader, h http.Header, s *openapi3.SchemaRef, fn openapi3filter.EncodingFn) (any, error) {
+			b, err := io.ReadAll(r)
+			if err != nil {
+				return nil, err
+			}
+			for i, line := range bytes.Split(bytes.TrimRight(b, "\n"), []byte("\n")) {
+				var obj map[string]any
+				if err := json.Unmarshal(line, &obj); err != nil {
+					return nil, fmt.Errorf("NDJSON line %d is not a JSON object: %v", i+1, err)
+				}
+			}
+			return string(b), nil
+		})
 	})
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromFile(specPath)
@@ -651,6 +666,27 @@ func TestOpenAPIInferenceResponsesMatch(t *testing.T) {
 		big := append([]byte(`{"model": "tiny", "messages": [{"role": "user", "content": "`), bytes.Repeat([]byte("a"), 9<<20)...)
 		big = append(big, `"}]}`...)
 		expectError(t, c.callRaw("POST", "/v1/chat/completions", big), 413, "request_too_large")
+	})
+
+	t.Run("request log and usage", func(t *testing.T) {
+		c.t = t
+		x := c.call("POST", "/v1/chat/completions", map[string]any{"model": "tiny", "messages": msgs, "max_tokens": 2})
+		expectStatus(t, x, 200)
+		id := x.resp.Header.Get("X-Request-Id")
+		// Records are stored off the request path: wait for this one.
+		for deadline := time.Now().Add(5 * time.Second); ; {
+			if x = c.call("GET", "/v1/logs/"+id, nil); x.resp.StatusCode == 200 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		expectStatus(t, x, 200)
+		expectStatus(t, c.call("GET", "/v1/logs?model=tiny&status=2xx&limit=5", nil), 200)
+		expectStatus(t, c.call("GET", "/v1/logs/"+id+"/proof", nil), 200)
+		expectStatus(t, c.call("GET", "/v1/logs/export?model=tiny", nil), 200)
+		expectStatus(t, c.call("GET", "/v1/usage?group_by=day", nil), 200)
+		expectError(t, c.call("GET", "/v1/logs?status=abc", nil), 400, "invalid_request_error")
+		expectError(t, c.call("GET", "/v1/logs/req_nope", nil), 404, "not_found")
 	})
 
 	t.Run("authentication errors", func(t *testing.T) {
