@@ -108,16 +108,23 @@ func (s *Server) listLogs(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, page)
 }
 
-func (s *Server) getLog(w http.ResponseWriter, r *http.Request) error {
+// pathRecord is the record the path names, if the key may read it
+// (another team's is missing).
+func (s *Server) pathRecord(r *http.Request) (records.Record, error) {
 	if err := s.recordsOn(); err != nil {
-		return err
+		return records.Record{}, err
 	}
 	k, _ := KeyFrom(r.Context())
 	id := r.PathValue("id")
 	rec, err := s.RecordStore.GetRecord(r.Context(), k.TeamID, id, auth.HasScope(k, auth.ScopeAdmin))
 	if errors.Is(err, records.ErrNotFound) {
-		return &apierr.Error{Code: apierr.NotFound, Message: fmt.Sprintf("no record %q", id), Err: err}
+		return rec, &apierr.Error{Code: apierr.NotFound, Message: fmt.Sprintf("no record %q", id), Err: err}
 	}
+	return rec, err
+}
+
+func (s *Server) getLog(w http.ResponseWriter, r *http.Request) error {
+	rec, err := s.pathRecord(r)
 	if err != nil {
 		return err
 	}
@@ -196,15 +203,7 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) error {
 // logProof serves GET /v1/logs/{id}/proof: the RFC 6962 inclusion proof
 // of the record in the tree of every record stored now (docs/records.md).
 func (s *Server) logProof(w http.ResponseWriter, r *http.Request) error {
-	if err := s.recordsOn(); err != nil {
-		return err
-	}
-	k, _ := KeyFrom(r.Context())
-	id := r.PathValue("id")
-	rec, err := s.RecordStore.GetRecord(r.Context(), k.TeamID, id, auth.HasScope(k, auth.ScopeAdmin))
-	if errors.Is(err, records.ErrNotFound) {
-		return &apierr.Error{Code: apierr.NotFound, Message: fmt.Sprintf("no record %q", id), Err: err}
-	}
+	rec, err := s.pathRecord(r)
 	if err != nil {
 		return err
 	}
