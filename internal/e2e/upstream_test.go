@@ -630,6 +630,20 @@ func TestGatewayRelaysEmbeddingsAndCompletions(t *testing.T) {
 		if want := strings.Replace(c.body, `"model":"gw"`, `"model":"mock"`, 1); string(up.LastRawBody()) != want {
 			t.Fatalf("%s: the upstream got %s, want %s", c.path, up.LastRawBody(), want)
 		}
+		// The request log names the model, its backend and the replica.
+		id := resp.Header.Get("X-Request-Id")
+		var rec map[string]any
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			r := e.request(e.key, "GET", "/v1/logs/"+id, nil)
+			json.NewDecoder(r.Body).Decode(&rec)
+			r.Body.Close()
+			if r.StatusCode == 200 {
+				break
+			}
+		}
+		if rec["model"] != "gw" || rec["backend"] != "upstream" || rec["replica"] != up.BaseURL() || rec["prompt_tokens"].(float64) == 0 {
+			t.Fatalf("%s: record %v", c.path, rec)
+		}
 	}
 }
 

@@ -75,6 +75,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, m catalog.Resolve
 		return err
 	}
 	defer rl.Close()
+	info(r.Context()).noteReplica(rl.Replica())
 	obs := catalog.Observation{}
 	var first, last time.Time
 	ev, err := rl.Next()

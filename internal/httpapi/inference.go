@@ -418,6 +418,9 @@ func (s *Server) complete(ctx context.Context, m catalog.Resolved, req inference
 		}
 		return nil, err
 	}
+	if rp, ok := st.(interface{ Replica() string }); ok {
+		info(ctx).noteReplica(rp.Replica()) // an upstream's
+	}
 	return &observedStream{Stream: st, s: s, ctx: ctx, model: req.Model, start: start, record: record}, nil
 }
 

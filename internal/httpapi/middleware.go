@@ -41,6 +41,7 @@ type requestInfo struct {
 	mu                      sync.Mutex
 	errorCode               string
 	model, backend, user    string
+	replica                 string
 	promptTokens, completed int
 	firstToken              time.Time
 }
@@ -57,6 +58,13 @@ func info(ctx context.Context) *requestInfo {
 func (i *requestInfo) noteModel(id, backend string) {
 	i.mu.Lock()
 	i.model, i.backend = id, backend
+	i.mu.Unlock()
+}
+
+// noteReplica records the upstream replica that answered.
+func (i *requestInfo) noteReplica(base string) {
+	i.mu.Lock()
+	i.replica = base
 	i.mu.Unlock()
 }
 
@@ -175,7 +183,7 @@ func (s *Server) requestRecord(r *http.Request, id, route string, status int, st
 	info.mu.Lock()
 	defer info.mu.Unlock()
 	rec := records.Record{ID: id, Time: start, Method: r.Method, Route: route, Status: status, ErrorCode: info.errorCode,
-		LatencyMs: float64(d.Microseconds()) / 1000, Model: info.model, Backend: info.backend, User: info.user,
+		LatencyMs: float64(d.Microseconds()) / 1000, Model: info.model, Backend: info.backend, Replica: info.replica, User: info.user,
 		PromptTokens: info.promptTokens, CompletionTokens: info.completed, ClientIP: clientIP(r)}
 	if k := info.key; k != nil {
 		rec.TeamID, rec.KeyID = k.TeamID, k.ID

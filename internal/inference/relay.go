@@ -48,5 +48,7 @@ type RelayEvent struct {
 type Relay interface {
 	Next() (RelayEvent, error)
 	Usage() Usage
+	// Replica names the upstream replica that answered (its base URL).
+	Replica() string
 	Close() error
 }

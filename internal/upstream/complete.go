@@ -244,6 +244,9 @@ func (s *stream) Recv() (inference.Event, error) {
 	return ev, nil
 }
 
+// Replica is the base URL of the replica that answered.
+func (s *stream) Replica() string { return s.c.r.base }
+
 // Close abandons the request if it is unfinished.
 func (s *stream) Close() error {
 	s.c.finish(false, nil)

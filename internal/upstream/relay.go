@@ -287,6 +287,9 @@ func (r *relay) Usage() inference.Usage {
 	return inference.Usage{PromptTokens: r.b.count(r.ctx, r.req.Prompt), CompletionTokens: r.b.count(r.ctx, r.text.String())}
 }
 
+// Replica is the base URL of the replica that answered.
+func (r *relay) Replica() string { return r.c.r.base }
+
 // Close abandons the request if it is unfinished.
 func (r *relay) Close() error {
 	r.c.finish(false, nil)
