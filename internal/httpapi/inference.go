@@ -220,7 +220,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Completions with sources are Sovereign's own (the extension fields
 	// say so); everything else for an upstream model is relayed.
-	if m.Relay != nil && !openai.GroundedBody(body) {
+	if m.Relay != nil && !peek.Grounded && !peek.HasMessages {
 		if !m.Has("completions") {
 			return apierr.Invalid("model", fmt.Sprintf("the model %q does not support completions (it supports: %s)", m.ID, strings.Join(m.Capabilities, ", ")))
 		}

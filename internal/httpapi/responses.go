@@ -31,7 +31,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	}
 	// Answers with sources are Sovereign's own; anything else for an
 	// upstream that serves /responses is relayed.
-	if m.Relay != nil && m.Has("responses") && !openai.GroundedBody(body) {
+	if m.Relay != nil && m.Has("responses") && !peek.Grounded {
 		return s.relay(w, r, m, "/responses", body, peek)
 	}
 	var req openai.ResponsesRequest

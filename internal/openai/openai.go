@@ -284,23 +284,6 @@ func (r *CompletionRequest) Grounded() bool {
 	return r.Messages != nil || r.Citations != nil || r.Sources != nil
 }
 
-// GroundedBody reports whether a completion request body asks for an
-// answer with sources (see Grounded), without decoding it all.
-func GroundedBody(body []byte) bool {
-	var g struct {
-		Messages, Citations, Sources json.RawMessage
-	}
-	if json.Unmarshal(body, &g) != nil {
-		return false
-	}
-	for _, v := range []json.RawMessage{g.Messages, g.Citations, g.Sources} {
-		if len(v) > 0 && string(v) != "null" {
-			return true
-		}
-	}
-	return false
-}
-
 // ChatRequest returns the chat request of a grounded completion: its
 // messages, or its prompt (a string) as one user message.
 func (r *CompletionRequest) ChatRequest() (ChatRequest, error) {

@@ -42,6 +42,11 @@ type Peek struct {
 	// Prompt is the request's text, for counting tokens when an upstream
 	// reports no usage.
 	Prompt string
+	// Grounded says the request asks for an answer from sources
+	// (Sovereign's citations or sources fields), which Sovereign answers
+	// itself; HasMessages that it has messages (a completion's other
+	// grounded form).
+	Grounded, HasMessages bool
 }
 
 // PeekRequest reads a Peek from an inference request body: chat
@@ -85,11 +90,14 @@ func PeekRequest(body []byte) (Peek, error) {
 				p.Tools = append(p.Tools, json.RawMessage(t))
 				return true
 			})
+		case "citations", "sources":
+			p.Grounded = p.Grounded || v[0] != 'n'
 		case "messages":
 			if v[0] != '[' && v[0] != 'n' {
 				bad = true
 				return false
 			}
+			p.HasMessages = v[0] == '['
 			i := 0
 			err = rawjson.Elements(v, func(m []byte) bool {
 				peekItem(m, &sb, &p, "messages["+strconv.Itoa(i)+"]")

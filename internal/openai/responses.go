@@ -238,11 +238,11 @@ func itemContent(raw json.RawMessage, role, param string) (json.RawMessage, erro
 	return raw, nil
 }
 
-// Messages turns input items into chat messages: text parts join into the
+// messages turns input items into chat messages: text parts join into the
 // content, image and file parts become chat parts (for models that take
 // them), consecutive function calls one assistant message with tool calls,
 // and a function call output a tool message.
-func Messages(items []InputItem) ([]Message, error) {
+func messages(items []InputItem) []Message {
 	var out []Message
 	for _, it := range items {
 		switch it.Type {
@@ -286,7 +286,7 @@ func Messages(items []InputItem) ([]Message, error) {
 			out = append(out, Message{Role: "tool", ToolCallID: it.CallID, Content: &Content{Text: *it.Output}})
 		}
 	}
-	return out, nil
+	return out
 }
 
 func appendKind(kinds []string, k string) []string {
@@ -309,11 +309,7 @@ func (r *ResponsesRequest) ChatRequest(history, items []InputItem) (ChatRequest,
 	if r.Instructions != nil && *r.Instructions != "" {
 		out.Messages = append(out.Messages, Message{Role: "developer", Content: &Content{Text: *r.Instructions}})
 	}
-	msgs, err := Messages(append(append([]InputItem(nil), history...), items...))
-	if err != nil {
-		return out, err
-	}
-	out.Messages = append(out.Messages, msgs...)
+	out.Messages = append(out.Messages, messages(append(append([]InputItem(nil), history...), items...))...)
 	for i, t := range r.Tools {
 		if t.Type != "function" {
 			return out, apierr.Invalid(fmt.Sprintf("tools[%d].type", i), fmt.Sprintf("tool type %q is not supported; only \"function\" is", t.Type))

@@ -7,11 +7,12 @@
 package rawjson
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 )
+
+// The functions (scan.go) take JSON already known to be valid: the
+// gateway checks a request once (json.Valid) and then only scans it.
 
 // ErrNotObject is returned for input that is not one JSON object.
 var ErrNotObject = errors.New("rawjson: not a JSON object")
@@ -25,79 +26,7 @@ type Span struct {
 	Empty      bool
 }
 
-// Find locates the value of the top-level member key in the JSON object
-// doc (the last one, as encoding/json reads duplicates).
-func Find(doc []byte, key string) (Span, error) {
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	tok, err := dec.Token()
-	if err != nil || tok != json.Delim('{') {
-		return Span{}, ErrNotObject
-	}
-	var sp Span
-	sp.Empty = true
-	for dec.More() {
-		sp.Empty = false
-		k, err := dec.Token()
-		if err != nil {
-			return Span{}, ErrNotObject
-		}
-		name, _ := k.(string)
-		afterKey := int(dec.InputOffset())
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return Span{}, ErrNotObject
-		}
-		if name != key {
-			continue
-		}
-		end := int(dec.InputOffset())
-		// The value starts after the colon and any white space.
-		start := afterKey
-		for start < end && (isSpace(doc[start]) || doc[start] == ':') {
-			start++
-		}
-		sp.Start, sp.End, sp.Found = start, end, true
-	}
-	closing := int(dec.InputOffset())
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
-		return Span{}, ErrNotObject
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return Span{}, ErrNotObject
-	}
-	if !sp.Found {
-		// InputOffset after More is at the closing brace, possibly
-		// preceded by white space.
-		for closing < len(doc) && doc[closing] != '}' {
-			closing++
-		}
-		sp.Start, sp.End = closing, closing
-	}
-	return sp, nil
-}
-
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
-// Get returns the raw value of the top-level member key (nil when absent).
-func Get(doc []byte, key string) (json.RawMessage, error) {
-	sp, err := Find(doc, key)
-	if err != nil || !sp.Found {
-		return nil, err
-	}
-	return json.RawMessage(doc[sp.Start:sp.End]), nil
-}
-
-// Set returns doc with the top-level member key set to value (raw JSON):
-// replaced where it is, or added at the end of the object. The rest of
-// doc is unchanged. doc itself is not modified.
-func Set(doc []byte, key string, value []byte) ([]byte, error) {
-	sp, err := Find(doc, key)
-	if err != nil {
-		return nil, err
-	}
-	return splice(doc, key, value, sp), nil
-}
 
 // splice writes value at sp (adding the member key when sp was not found).
 func splice(doc []byte, key string, value []byte, sp Span) []byte {
@@ -116,10 +45,4 @@ func splice(doc []byte, key string, value []byte, sp Span) []byte {
 	out = append(out, ':')
 	out = append(out, value...)
 	return append(out, doc[sp.End:]...)
-}
-
-// SetString is Set with a string value.
-func SetString(doc []byte, key, value string) ([]byte, error) {
-	v, _ := json.Marshal(value)
-	return Set(doc, key, v)
 }

@@ -168,6 +168,13 @@ func (b *Backend) checkPrompt(ctx context.Context, prompt string, max int) error
 	return nil
 }
 
+// streamed prepares a streamed answer for reading: buffered, and
+// watched for stalls.
+func (c *call) streamed() *bufio.Reader {
+	c.watch()
+	return bufio.NewReaderSize(c.resp.Body, 32<<10)
+}
+
 // watch arms the idle timer: a read that waits longer than IdleTimeout
 // aborts the request as stalled.
 func (c *call) watch() {

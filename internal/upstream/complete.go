@@ -169,8 +169,7 @@ func (b *Backend) Complete(ctx context.Context, req inference.CompletionRequest)
 		}
 		return s, nil
 	}
-	s.rd = bufio.NewReaderSize(c.resp.Body, 32<<10)
-	c.watch()
+	s.rd = c.streamed()
 	return s, nil
 }
 

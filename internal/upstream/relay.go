@@ -40,8 +40,7 @@ func (b *Backend) Relay(ctx context.Context, req inference.RelayRequest) (infere
 		}
 		return r, nil
 	}
-	r.rd = bufio.NewReaderSize(c.resp.Body, 32<<10)
-	c.watch()
+	r.rd = c.streamed()
 	return r, nil
 }
 
