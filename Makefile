@@ -57,8 +57,8 @@ models: build
 run: models
 	@SOVEREIGN_DATA_DIR="$(DATA_DIR)" SOVEREIGN_MODELS_DIR="$(MODELS_DIR)" $(BIN) serve
 
-# make test: Go suites (SQLite and a throwaway PostgreSQL started from
-# Debian's packages on a loopback port), then the official openai SDKs for
+# make test: Go suites (SQLite, and a throwaway PostgreSQL and Redis started
+# from Debian's packages on loopback ports), then the official openai SDKs for
 # Python and Node against a live server.
 test: models
 	@$(MAKE) --no-print-directory test-go
@@ -72,7 +72,13 @@ test-go:
 		echo ">> starting PostgreSQL for the store suite"; \
 		pgdir=$$(mktemp -u "$${TMPDIR:-/tmp}/sovereign-pgtest-XXXXXXXX"); \
 		pgenv=$$(bash scripts/postgres-test.sh start "$$pgdir"); eval "$$pgenv"; \
-		trap 'bash scripts/postgres-test.sh stop "$$pgdir" >/dev/null 2>&1' EXIT; \
+		trap 'bash scripts/postgres-test.sh stop "$$pgdir" >/dev/null 2>&1; [ -z "$$rdir" ] || bash scripts/redis-test.sh stop "$$rdir" >/dev/null 2>&1' EXIT; \
+	fi; \
+	if [ -z "$$SOVEREIGN_TEST_REDIS_URL" ]; then \
+		echo ">> starting Redis for the limits suite"; \
+		rdir=$$(mktemp -u "$${TMPDIR:-/tmp}/sovereign-redistest-XXXXXXXX"); \
+		renv=$$(bash scripts/redis-test.sh start "$$rdir"); eval "$$renv"; \
+		trap 'bash scripts/redis-test.sh stop "$$rdir" >/dev/null 2>&1; [ -z "$$pgdir" ] || bash scripts/postgres-test.sh stop "$$pgdir" >/dev/null 2>&1' EXIT; \
 	fi; \
 	echo ">> go test"; \
 	SOVEREIGN_BIN="$(CURDIR)/$(BIN)" SOVEREIGN_TEST_MODELS_DIR="$(MODELS_DIR)" \

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/inference"
+	"github.com/sovereign-ai/sovereign/internal/limits"
 )
 
 // Code is a machine-readable error code (the envelope's "code").
@@ -42,6 +43,8 @@ const (
 	RequestCancelled      Code = "request_cancelled"
 	Internal              Code = "internal_error"
 	ModelRetired          Code = "model_retired"
+	PolicyViolation       Code = "policy_violation"
+	LimitsUnavailable     Code = "limits_unavailable"
 	UpstreamError         Code = "upstream_error"
 	UpstreamUnavailable   Code = "upstream_unavailable"
 	UpstreamTimeout       Code = "upstream_timeout"
@@ -75,6 +78,8 @@ var table = map[Code]entry{
 	RequestCancelled:      {499, "invalid_request_error"},
 	Internal:              {500, "server_error"},
 	ModelRetired:          {410, "invalid_request_error"},
+	PolicyViolation:       {403, "permission_error"},
+	LimitsUnavailable:     {503, "server_error"},
 	UpstreamError:         {502, "server_error"},
 	UpstreamUnavailable:   {503, "server_error"},
 	UpstreamTimeout:       {504, "server_error"},
@@ -122,7 +127,20 @@ func From(err error) *Error {
 	var ov *inference.OverloadedError
 	var ld *inference.LoadingError
 	var up *inference.UpstreamError
+	var ex *limits.ExceededError
+	var lu *limits.UnavailableError
+	var li *limits.InvalidError
 	switch {
+	case errors.As(err, &ex):
+		code := RateLimitExceeded
+		if ex.Quota() {
+			code = QuotaExceeded
+		}
+		return &Error{Code: code, Message: ex.Error(), RetryAfter: ex.RetryAfter, Err: err}
+	case errors.As(err, &lu):
+		return &Error{Code: LimitsUnavailable, Message: lu.Error(), RetryAfter: time.Second, Err: err}
+	case errors.As(err, &li):
+		return &Error{Code: InvalidRequest, Param: li.Param, Message: li.Message, Err: err}
 	case errors.As(err, &up):
 		return fromUpstream(up)
 	case errors.As(err, &inv):

@@ -24,9 +24,12 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/extract"
 	"github.com/sovereign-ai/sovereign/internal/httpapi"
 	"github.com/sovereign-ai/sovereign/internal/inference"
+	"github.com/sovereign-ai/sovereign/internal/limits"
 	"github.com/sovereign-ai/sovereign/internal/metrics"
 	"github.com/sovereign-ai/sovereign/internal/models"
+	"github.com/sovereign-ai/sovereign/internal/policy"
 	"github.com/sovereign-ai/sovereign/internal/records"
+	"github.com/sovereign-ai/sovereign/internal/redis"
 	"github.com/sovereign-ai/sovereign/internal/sources"
 	"github.com/sovereign-ai/sovereign/internal/store"
 )
@@ -60,7 +63,12 @@ type App struct {
 	Metrics *metrics.Metrics
 	// Records writes the request log.
 	Records *records.Writer
-	API     *httpapi.Server
+	// Limits enforces rate limits and quotas.
+	Limits *limits.Service
+	// Policies evaluates policies; Decisions stores their decisions.
+	Policies  *policy.Service
+	Decisions *policy.Writer
+	API       *httpapi.Server
 	// AdminKey is the bootstrap admin key when this start created it
 	// (AdminKeyCreated), to show once.
 	AdminKey        string
@@ -143,12 +151,31 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 		}()
 		a.closers = append(a.closers, func() { stop(); <-done })
 	}
+	lc := limits.Config{Store: a.DB, Rules: cfg.Limits, FailOpen: cfg.LimitsFailOpen, Metrics: a.Metrics, Log: log}
+	if cfg.RedisURL != "" {
+		rl, err := redis.Open(ctx, cfg.RedisURL)
+		if err != nil {
+			return nil, fmt.Errorf("limits: %w (SOVEREIGN_REDIS_URL=%s)", err, redis.Redact(cfg.RedisURL))
+		}
+		a.closers = append(a.closers, func() { rl.Close() })
+		lc.Backend = rl
+	}
+	if a.Limits, err = limits.New(ctx, lc); err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, a.Limits.Close)
+	a.Decisions = policy.NewWriter(a.DB, 0, a.Metrics.DecisionsLost, log)
+	a.closers = append(a.closers, a.Decisions.Close)
+	if a.Policies, err = policy.NewService(ctx, policy.ServiceConfig{Store: a.DB, Writer: a.Decisions, Events: a.Bus, Log: log}); err != nil {
+		return nil, fmt.Errorf("policies: %w", err)
+	}
+	a.closers = append(a.closers, a.Policies.Close)
 	srcs := sources.New(a.DB, a.Catalog, DefaultEmbeddingModel, log)
 	a.API = &httpapi.Server{
 		Models: a.Catalog, Auth: a.Keys, Keys: a.Keys, Metrics: a.Metrics, Log: log, MaxBody: cfg.MaxBodyBytes,
 		Sources: srcs, Answers: &answers.Service{Store: srcs}, Extract: ExtractFile,
 		DefaultEmbeddingModel: DefaultEmbeddingModel, DefaultRerankModel: a.RerankModel,
-		Responses: a.DB, Records: a.Records, RecordStore: a.DB,
+		Responses: a.DB, Records: a.Records, RecordStore: a.DB, Limits: a.Limits, Policies: a.Policies,
 		Ready: func(ctx context.Context) error {
 			select {
 			case <-a.shuttingDown:

@@ -428,6 +428,8 @@ type Model struct {
 	Source       string   `json:"source"`
 	Family       string   `json:"family"`
 	Capabilities []string `json:"capabilities"`
+	// Tags are the operator's labels (docs/policies.md: data residency).
+	Tags []string `json:"tags"`
 	// RerankMethod is how the model serves rerank ("cross-encoder" for a
 	// rank-pooling GGUF, "query-likelihood" for a local chat model); empty when
 	// it does not rerank or, for an upstream, when its spec does not say.
@@ -461,7 +463,7 @@ type Upstream struct {
 func (c *Catalog) view(e *entry) Model {
 	s := e.spec
 	m := Model{ID: s.ID, Object: "model", Created: e.created.Unix(), OwnedBy: "sovereign", Backend: s.Backend, Source: e.source,
-		Aliases: append([]string{}, s.Aliases...), Deprecation: s.Deprecation, Stats: c.cfg.Stats.Get(s.ID)}
+		Aliases: append([]string{}, s.Aliases...), Tags: append([]string{}, s.Tags...), Deprecation: s.Deprecation, Stats: c.cfg.Stats.Get(s.ID)}
 	if e.created.IsZero() {
 		m.Created = 0
 	}
@@ -549,6 +551,7 @@ type Resolved struct {
 	ID           string
 	Backend      string
 	Capabilities []string
+	Tags         []string
 	Limits       Limits
 	Deprecation  *Deprecation
 	// Target is the backend that serves the model: requests go to it
@@ -570,7 +573,7 @@ func (c *Catalog) Resolve(ctx context.Context, name string) (Resolved, error) {
 	if err != nil {
 		return Resolved{}, err
 	}
-	r := Resolved{ID: e.spec.ID, Backend: e.spec.Backend, Capabilities: e.spec.Capabilities, Deprecation: e.spec.Deprecation}
+	r := Resolved{ID: e.spec.ID, Backend: e.spec.Backend, Capabilities: e.spec.Capabilities, Tags: e.spec.Tags, Deprecation: e.spec.Deprecation}
 	if len(r.Capabilities) == 0 && e.manifest != nil {
 		r.Capabilities = e.manifest.Capabilities
 	}

@@ -66,6 +66,9 @@ type Spec struct {
 	// GGUF; set here it overrides.
 	Family       string   `json:"family,omitempty" yaml:"family"`
 	Capabilities []string `json:"capabilities,omitempty" yaml:"capabilities"`
+	// Tags are the operator's labels (for example "eu" for where a model
+	// runs), which policies can require (model_tags in CEL).
+	Tags []string `json:"tags,omitempty" yaml:"tags"`
 	// RerankMethod says how the model reranks when it has the rerank
 	// capability: "cross-encoder", "query-likelihood" or "chat-logits" (local models get it
 	// from the GGUF; an upstream's is unknown unless set here).

@@ -20,6 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/sovereign-ai/sovereign/internal/catalog"
+	"github.com/sovereign-ai/sovereign/internal/limits"
 )
 
 // Config is the server configuration.
@@ -50,6 +51,15 @@ type Config struct {
 	RerankModel string `yaml:"rerank_model"`
 	// LogRetention is how long request records are kept (0: forever).
 	LogRetention time.Duration `yaml:"log_retention"`
+	// RedisURL, when set, keeps rate limits and quotas in Redis, shared by
+	// every replica (default: in memory, for one server).
+	RedisURL string `yaml:"redis_url"`
+	// LimitsFailOpen admits requests when Redis cannot be reached
+	// (default: refuse governed requests with 503).
+	LimitsFailOpen bool `yaml:"limits_fail_open"`
+	// Limits are rate limits and quotas per key, team or model (YAML
+	// only; the admin API can override them; see docs/limits.md).
+	Limits []limits.Rule `yaml:"limits"`
 	// Models configures upstream models, local models from other paths, and
 	// aliases, limits and deprecation (YAML only; see docs/models.md).
 	Models []catalog.Spec `yaml:"models"`
@@ -84,6 +94,8 @@ var settings = []setting{
 	{"MaxLoaded", "max_loaded", "SOVEREIGN_MAX_LOADED", "2", "most models loaded at once"},
 	{"Deterministic", "deterministic", "SOVEREIGN_DETERMINISTIC", "false", "same output for the same request whatever runs beside it (decodes each sequence on its own; costs batched throughput)"},
 	{"RerankModel", "rerank_model", "SOVEREIGN_RERANK_MODEL", "", "default rerank model (default: the first installed cross-encoder, else the default chat model)"},
+	{"RedisURL", "redis_url", "SOVEREIGN_REDIS_URL", "", "Redis for rate limits and quotas shared by several replicas, redis://host:port/db (default: in memory)"},
+	{"LimitsFailOpen", "limits_fail_open", "SOVEREIGN_LIMITS_FAIL_OPEN", "false", "admit requests when Redis is down (default: refuse governed requests with 503)"},
 	{"LogRetention", "log_retention", "SOVEREIGN_LOG_RETENTION", "0s", "how long request records are kept, e.g. 2160h (0: forever); older ones are purged hourly, the chain kept verifiable"},
 }
 

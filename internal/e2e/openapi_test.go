@@ -689,6 +689,56 @@ func TestOpenAPIInferenceResponsesMatch(t *testing.T) {
 		expectError(t, c.call("GET", "/v1/logs/req_nope", nil), 404, "not_found")
 	})
 
+	t.Run("limits and policies", func(t *testing.T) {
+		c.t = t
+		expectStatus(t, c.call("PUT", "/v1/limits/rules/model/tiny", map[string]any{"requests_per_minute": 1000, "tokens_per_day": 1000000}), 200)
+		expectStatus(t, c.call("GET", "/v1/limits/rules/model/tiny", nil), 200)
+		expectStatus(t, c.call("GET", "/v1/limits/rules", nil), 200)
+		expectError(t, c.callRaw("PUT", "/v1/limits/rules/model/tiny", []byte(`{"requests_per_hour": 1}`)), 400, "invalid_request_error")
+		x := c.call("POST", "/v1/chat/completions", map[string]any{"model": "tiny", "messages": msgs, "max_tokens": 2})
+		expectStatus(t, x, 200)
+		if x.resp.Header.Get("X-Ratelimit-Remaining-Requests") == "" {
+			t.Error("no x-ratelimit headers on a governed request")
+		}
+		expectStatus(t, c.call("GET", "/v1/limits", nil), 200)
+		expectStatus(t, c.call("DELETE", "/v1/limits/rules/model/tiny", nil), 200)
+		expectError(t, c.call("GET", "/v1/limits/rules/model/tiny", nil), 404, "not_found")
+
+		pol := map[string]any{"name": "spec-check", "scope": "deployment", "rules": []map[string]any{
+			{"name": "flag-email", "stage": "input", "when": `"email" in pii`, "action": "flag", "reason": "email sent"},
+			{"name": "no-secrets", "stage": "input", "when": `input.contains("TOP-SECRET")`, "action": "deny", "reason": "classified"},
+		}}
+		x = c.call("POST", "/v1/policies", pol)
+		expectStatus(t, x, 201)
+		id := x.json(t)["id"].(string)
+		expectStatus(t, c.call("GET", "/v1/policies", nil), 200)
+		expectStatus(t, c.call("GET", "/v1/policies/"+id, nil), 200)
+		pol["description"] = "checked against the document"
+		expectStatus(t, c.call("PUT", "/v1/policies/"+id, pol), 200)
+		expectError(t, c.call("POST", "/v1/policies", map[string]any{"name": "bad", "scope": "deployment",
+			"rules": []map[string]any{{"name": "r", "stage": "input", "when": "1 +", "action": "deny"}}}), 400, "invalid_request_error")
+		expectStatus(t, c.call("POST", "/v1/policies/test", map[string]any{"policy_id": id, "input": map[string]any{"input": "mail a@example.com"}}), 200)
+		expectError(t, c.call("POST", "/v1/chat/completions", map[string]any{"model": "tiny", "max_tokens": 2,
+			"messages": []map[string]any{{"role": "user", "content": "TOP-SECRET plans"}}}), 403, "policy_violation")
+		expectStatus(t, c.call("POST", "/v1/chat/completions", map[string]any{"model": "tiny", "max_tokens": 2,
+			"messages": []map[string]any{{"role": "user", "content": "write to a@example.com"}}}), 200)
+		var did string
+		for deadline := time.Now().Add(5 * time.Second); did == "" && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			x = c.call("GET", "/v1/policy_decisions?policy_id="+id+"&limit=10", nil)
+			if ds, _ := x.json(t)["data"].([]any); len(ds) == 2 {
+				did = ds[0].(map[string]any)["id"].(string)
+			}
+		}
+		expectStatus(t, x, 200)
+		if did == "" {
+			t.Fatalf("decisions: %s", x.body)
+		}
+		expectStatus(t, c.call("GET", "/v1/policy_decisions/"+did, nil), 200)
+		expectError(t, c.callRaw("GET", "/v1/policy_decisions?limit=500", nil), 400, "invalid_request_error")
+		expectStatus(t, c.call("DELETE", "/v1/policies/"+id, nil), 200)
+		expectError(t, c.call("GET", "/v1/policies/"+id, nil), 404, "not_found")
+	})
+
 	t.Run("authentication errors", func(t *testing.T) {
 		c.t = t
 		key := c.key

@@ -116,6 +116,19 @@ func (s *Server) compareOne(ctx context.Context, name string, native inference.C
 	if err := limit(m, &native); err != nil {
 		return fail(err)
 	}
+	// Each model's run is an inference of its own under the limits.
+	redact, err := s.admit(ctx, nil, m, gate{text: messagesText(native.Messages), maxTokens: native.MaxTokens, output: true, route: "/v1/models/compare"})
+	if err != nil {
+		return fail(err)
+	}
+	if redact != nil {
+		msgs := make([]inference.Message, len(native.Messages))
+		for i, msg := range native.Messages {
+			msg.Content = redact(msg.Content)
+			msgs[i] = msg
+		}
+		native.Messages = msgs
+	}
 	native.Model, native.Stream = m.ID, true
 	st, err := s.complete(ctx, m, native, true)
 	if err != nil {

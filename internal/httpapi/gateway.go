@@ -41,6 +41,18 @@ func (s *Server) peekModel(w http.ResponseWriter, r *http.Request, capability st
 		i.mu.Unlock()
 	}
 	m, err := s.model(w, r, p.Model, capability)
+	if err != nil {
+		return body, p, m, err
+	}
+	redact, err := s.admit(r.Context(), w.Header(), m, peekGate(r, p, capability != "embeddings"))
+	if err != nil || redact == nil {
+		return body, p, m, err
+	}
+	// A policy redacts the request's text before any backend sees it.
+	if body, err = redactJSON(body, redact); err != nil {
+		return body, p, m, err
+	}
+	p, err = openai.PeekRequest(body)
 	return body, p, m, err
 }
 

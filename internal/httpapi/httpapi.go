@@ -54,6 +54,12 @@ type Server struct {
 	// RecordStore reads the request log (GET /v1/logs; nil: those routes
 	// answer 404).
 	RecordStore records.Store
+	// Limits, when set, enforces rate limits and quotas on inference
+	// routes and serves /v1/limits.
+	Limits Limiter
+	// Policies, when set, evaluates policies on inference requests and
+	// answers and serves /v1/policies and /v1/policy_decisions.
+	Policies Policies
 	// Metrics, when set, records requests and tokens and serves /metrics.
 	Metrics *metrics.Metrics
 	// Ready reports whether the server can serve (GET /readyz); nil: ready.
@@ -150,6 +156,19 @@ func (s *Server) routes() []apiRoute {
 		{"GET /v1/logs/{id}", auth.ScopeRecordsRead, s.getLog},
 		{"GET /v1/logs/{id}/proof", auth.ScopeRecordsRead, s.logProof},
 		{"GET /v1/usage", auth.ScopeRecordsRead, s.usage},
+		{"GET /v1/policies", auth.ScopeAdmin, s.listPolicies},
+		{"POST /v1/policies", auth.ScopeAdmin, s.createPolicy},
+		{"POST /v1/policies/test", auth.ScopeAdmin, s.testPolicy},
+		{"GET /v1/policies/{id}", auth.ScopeAdmin, s.getPolicy},
+		{"PUT /v1/policies/{id}", auth.ScopeAdmin, s.updatePolicy},
+		{"DELETE /v1/policies/{id}", auth.ScopeAdmin, s.deletePolicy},
+		{"GET /v1/policy_decisions", auth.ScopeRecordsRead, s.listDecisions},
+		{"GET /v1/policy_decisions/{id}", auth.ScopeRecordsRead, s.getDecision},
+		{"GET /v1/limits", auth.ScopeInference, s.listLimits},
+		{"GET /v1/limits/rules", auth.ScopeAdmin, s.listLimitRules},
+		{"GET /v1/limits/rules/{scope}/{subject...}", auth.ScopeAdmin, s.getLimitRule},
+		{"PUT /v1/limits/rules/{scope}/{subject...}", auth.ScopeAdmin, s.putLimitRule},
+		{"DELETE /v1/limits/rules/{scope}/{subject...}", auth.ScopeAdmin, s.deleteLimitRule},
 	}
 }
 
@@ -210,8 +229,12 @@ func (s *Server) handle(scope auth.Scope, h handlerFunc) http.Handler {
 				}
 			}
 		}()
-		err := h(rw, r)
+		// Output policies see the answer on its way out (inert unless
+		// the request armed them).
+		pw := &policyWriter{ResponseWriter: rw, s: s, info: info(r.Context())}
+		err := h(pw, r)
 		if err == nil {
+			pw.finish()
 			return
 		}
 		info(r.Context()).noteError(err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
+	"github.com/sovereign-ai/sovereign/internal/limits"
 	"github.com/sovereign-ai/sovereign/internal/records"
 )
 
@@ -44,6 +45,12 @@ type requestInfo struct {
 	replica                 string
 	promptTokens, completed int
 	firstToken              time.Time
+	// tickets are the request's admissions under the limits, settled
+	// when it ends.
+	tickets []*limits.Ticket
+	// output, when set, is the output stage of the request's policies
+	// (policyWriter applies it to the answer).
+	output *outputPolicy
 }
 
 // info returns the request's info (a throwaway one outside observe).
@@ -151,6 +158,9 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		sw := &statusWriter{ResponseWriter: w}
 		inner := r.WithContext(ctx)
 		next.ServeHTTP(sw, inner)
+		// The reservation becomes the real usage before the next request
+		// of this client can be admitted (a lease must not outlive it).
+		info.settle(ctx)
 		if sw.status == 0 {
 			sw.status = http.StatusOK
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
@@ -128,6 +129,16 @@ func (s *Server) rerankDocs(w http.ResponseWriter, r *http.Request, req rerankRe
 	m, err := s.model(w, r, req.Model, "rerank")
 	if err != nil {
 		return none, nil, nil, 0, err
+	}
+	redact, err := s.admit(r.Context(), w.Header(), m, gate{text: req.Query + "\n" + strings.Join(docs, "\n"), route: r.URL.Path})
+	if err != nil {
+		return none, nil, nil, 0, err
+	}
+	if redact != nil {
+		req.Query = redact(req.Query)
+		for i := range docs {
+			docs[i] = redact(docs[i])
+		}
 	}
 	rr, ok := m.Target.(inference.Reranker)
 	if !ok {

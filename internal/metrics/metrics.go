@@ -28,6 +28,12 @@ type Metrics struct {
 	tokens   *prometheus.CounterVec
 	outcomes *prometheus.CounterVec
 	records  *prometheus.CounterVec
+	// limits counts refused requests, limit store failures and tokens
+	// that could not be charged.
+	limitRefused   *prometheus.CounterVec
+	limitErrors    *prometheus.CounterVec
+	limitUnsettled prometheus.Counter
+	decisionsLost  prometheus.Counter
 }
 
 // New registers the collectors; models is called at scrape time for the
@@ -52,8 +58,20 @@ func New(models func() []ModelState) *Metrics {
 		records: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sovereign_request_log_lost_total", Help: "Request records not stored, by reason: buffer_full (the log writer was behind) or store_error.",
 		}, []string{"reason"}),
+		limitRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sovereign_limit_refused_total", Help: "Requests refused by a rate limit or quota, by dimension.",
+		}, []string{"dimension"}),
+		limitErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sovereign_limit_store_errors_total", Help: "Limit checks the limits store (Redis) failed, by what was done: open (admitted) or closed (refused).",
+		}, []string{"mode"}),
+		limitUnsettled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sovereign_limit_unsettled_tokens_total", Help: "Tokens used beyond a request's reservation that its tokens-per-minute bucket could not take.",
+		}),
+		decisionsLost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sovereign_policy_decisions_lost_total", Help: "Policy decisions not stored (the writer's buffer was full, or the store failed).",
+		}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.tokens, m.outcomes, m.records,
+	reg.MustRegister(m.requests, m.latency, m.tokens, m.outcomes, m.records, m.limitRefused, m.limitErrors, m.limitUnsettled, m.decisionsLost,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if models != nil {
 		reg.MustRegister(&engineCollector{models: models})
@@ -115,3 +133,15 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(loadedDesc, prometheus.GaugeValue, float64(loaded))
 }
+
+// LimitsRefused counts a request refused by a limit.
+func (m *Metrics) LimitsRefused(dimension string) { m.limitRefused.WithLabelValues(dimension).Inc() }
+
+// LimitsBackendError counts a failed limit check and what was done.
+func (m *Metrics) LimitsBackendError(mode string) { m.limitErrors.WithLabelValues(mode).Inc() }
+
+// LimitsUnsettled counts tokens a bucket could not be charged.
+func (m *Metrics) LimitsUnsettled(tokens int64) { m.limitUnsettled.Add(float64(tokens)) }
+
+// DecisionsLost counts policy decisions that were not stored.
+func (m *Metrics) DecisionsLost(n int) { m.decisionsLost.Add(float64(n)) }

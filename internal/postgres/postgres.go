@@ -51,7 +51,12 @@ var dialect = sqlstore.Dialect{
 	// One chain across every server: a transaction-level advisory lock
 	// (released at commit) keyed by a constant of the request log's own.
 	ChainLock: `SELECT pg_advisory_xact_lock(7301234567)`,
-	DayExpr:   `to_char(time AT TIME ZONE 'UTC', 'YYYY-MM-DD')`,
+	// Chunk ids come from a sequence, taken in one order and committed in
+	// another; serializing the transactions that add chunks to a
+	// collection makes its ids visible in increasing order. The two-key
+	// form is a lock space apart from the one-key locks above and goose's.
+	CollectionLock: `SELECT pg_advisory_xact_lock(1935762787, hashtext(?))`,
+	DayExpr:        `to_char(time AT TIME ZONE 'UTC', 'YYYY-MM-DD')`,
 }
 
 // Open connects to the PostgreSQL database at url (postgres://… or

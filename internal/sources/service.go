@@ -55,26 +55,19 @@ type Service struct {
 	// 2); the others wait their turn in status processing, so a burst of
 	// uploads does not overrun the embedding model's queue.
 	IngestWorkers int
-	Log           *slog.Logger
-	Now           func() time.Time
+	// SyncInterval is how long a search may use a collection's vector
+	// index before bringing it up to date with the store first (default
+	// DefaultSyncInterval): documents ingested or deleted through another
+	// server sharing the database reach this server's searches within
+	// about that long. See index.go.
+	SyncInterval time.Duration
+	Log          *slog.Logger
+	Now          func() time.Time
 
 	wg       sync.WaitGroup
 	workers  chan struct{}
 	initOnce sync.Once
-	loaded   sync.Map // collection id → *sync.Once: vector index filled from the store
-}
-
-// ensureIndex fills a collection's vector index from the store the first
-// time this process touches the collection (after a restart the index
-// starts empty; the store holds the embeddings).
-func (s *Service) ensureIndex(ctx context.Context, collectionID string) error {
-	v, _ := s.loaded.LoadOrStore(collectionID, &sync.Once{})
-	var err error
-	v.(*sync.Once).Do(func() { err = s.LoadIndex(context.WithoutCancel(ctx), collectionID) })
-	if err != nil {
-		s.loaded.Delete(collectionID) // try again next time
-	}
-	return err
+	indexes  sync.Map // collection id → *collectionIndex
 }
 
 func (s *Service) now() time.Time {
@@ -178,17 +171,18 @@ func (s *Service) process(ctx context.Context, c Collection, d Document) error {
 		p := float64(end) / float64(len(chunks))
 		s.Store.UpdateDocument(ctx, d.ID, DocumentUpdate{Progress: &p}, s.now())
 	}
-	if err := s.ensureIndex(ctx, c.ID); err != nil {
-		return err
-	}
 	ids, err := s.Store.AddChunks(ctx, chunks)
 	if err != nil {
 		return err
 	}
-	for i, id := range ids {
-		if err := s.Vectors.Add(c.ID, id, chunks[i].Embedding); err != nil {
-			return err
-		}
+	// The index takes the new vectors (and any other server's) from the
+	// store, like every vector it holds.
+	st, err := s.syncIndex(ctx, c.ID, clock(), true)
+	if err != nil {
+		return err
+	}
+	if err := st.takeRejected(ids); err != nil {
+		return err
 	}
 	ready, n, p := StatusReady, len(chunks), 1.0
 	return s.Store.UpdateDocument(ctx, d.ID, DocumentUpdate{Status: &ready, ChunkCount: &n, Progress: &p}, s.now())
@@ -216,7 +210,8 @@ func runeOffsets(text string) func(int) int {
 }
 
 // DeleteDocument removes a document and its chunks from the store (and
-// so from keyword search) and from the vector index.
+// so from keyword search) and from this server's vector index; other
+// servers' indexes drop them at their next read from the store.
 func (s *Service) DeleteDocument(ctx context.Context, d Document) error {
 	ids, err := s.Store.ChunkIDs(ctx, d.ID)
 	if err != nil {
@@ -230,22 +225,22 @@ func (s *Service) DeleteDocument(ctx context.Context, d Document) error {
 }
 
 // DeleteCollection removes a collection with its documents, chunks and
-// vector index.
+// vector index (other servers drop theirs at their next read from the
+// store).
 func (s *Service) DeleteCollection(ctx context.Context, id string) error {
 	if err := s.Store.DeleteCollection(ctx, id); err != nil {
 		return err
 	}
-	s.Vectors.DropCollection(id)
-	s.loaded.Delete(id)
+	s.forget(id)
 	return nil
 }
 
-// LoadIndex fills the vector index of a collection from the store (at
-// start-up).
+// LoadIndex brings the vector index of a collection up to date with the
+// store now, filling it the first time (a search does that on its own;
+// LoadIndex does it ahead, e.g. at start-up).
 func (s *Service) LoadIndex(ctx context.Context, collectionID string) error {
-	return s.Store.CollectionEmbeddings(ctx, collectionID, func(id int64, v []float32) error {
-		return s.Vectors.Add(collectionID, id, v)
-	})
+	_, err := s.syncIndex(ctx, collectionID, clock(), true)
+	return err
 }
 
 // Search modes: which retrievers a search uses.
@@ -387,9 +382,14 @@ func (s *Service) vectorSearch(ctx context.Context, cols []Collection, query str
 		if len(res.Embeddings) != 1 {
 			return nil, fmt.Errorf("embedding the query with %s: no vector", model)
 		}
+		since := clock() - int64(s.syncInterval())
 		for _, c := range cs {
-			if err := s.ensureIndex(ctx, c.ID); err != nil {
-				return nil, err
+			if st, err := s.syncIndex(ctx, c.ID, since, false); err != nil {
+				if st.synced.Load() == 0 {
+					return nil, err
+				}
+				// Searched as it is: a little stale beats no answer.
+				s.log().Warn("vector index not brought up to date", "collection", c.ID, "err", err)
 			}
 			vec = append(vec, s.Vectors.Search(c.ID, res.Embeddings[0], n)...)
 		}

@@ -112,6 +112,7 @@ type Store interface {
 	// UpdateDocument changes a document's processing state (ErrNotFound).
 	UpdateDocument(ctx context.Context, id string, u DocumentUpdate, at time.Time) error
 	// DeleteDocument removes a document and its chunks from every index
+	// and counts a deletion in its collection (see EmbeddingsAfter)
 	// (ErrNotFound).
 	DeleteDocument(ctx context.Context, id string) error
 
@@ -126,6 +127,16 @@ type Store interface {
 	// CollectionEmbeddings calls fn for every embedded chunk of a
 	// collection (to build its vector index).
 	CollectionEmbeddings(ctx context.Context, collectionID string, fn func(id int64, v []float32) error) error
+	// EmbeddingsAfter calls fn, in id order, for every embedded chunk of a
+	// collection whose id is above after, and returns the number of
+	// documents ever deleted from the collection, read at the same time
+	// (ErrNotFound: no such collection). A collection's chunk ids must
+	// become visible in increasing order, so that with after the largest
+	// id a server has seen it gets exactly the chunks added since.
+	EmbeddingsAfter(ctx context.Context, collectionID string, after int64, fn func(id int64, v []float32) error) (deletions int64, err error)
+	// EmbeddedChunkIDs returns the ids of a collection's embedded chunks,
+	// in increasing order.
+	EmbeddedChunkIDs(ctx context.Context, collectionID string) ([]int64, error)
 	// KeywordSearch returns up to k chunks of the collections that match
 	// the words of query, best first.
 	KeywordSearch(ctx context.Context, collectionIDs []string, query string, k int) ([]KeywordHit, error)

@@ -225,9 +225,33 @@ func (s *Store) UpdateDocument(ctx context.Context, id string, u sources.Documen
 }
 
 // DeleteDocument removes the document; its chunks go with it, from the
-// keyword index too. Errors: sources.ErrNotFound.
+// keyword index too. In the same transaction it counts a deletion in the
+// document's collection (document_deletions), so that other servers learn
+// that their vector index of the collection may hold deleted chunks.
+// Errors: sources.ErrNotFound.
 func (s *Store) DeleteDocument(ctx context.Context, id string) error {
-	return s.deleteOne(ctx, `DELETE FROM documents WHERE id = ?`, "document", id)
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return s.errorf("delete document: %w", err)
+	}
+	defer tx.Rollback()
+	// The collection's row first: DeleteCollection locks it before the
+	// documents, and taking the locks in the same order cannot deadlock.
+	if _, err := tx.ExecContext(ctx, s.rebind(`UPDATE collections SET document_deletions = document_deletions + 1
+		WHERE id = (SELECT collection_id FROM documents WHERE id = ?)`), id); err != nil {
+		return s.errorf("delete document: %w", err)
+	}
+	res, err := tx.ExecContext(ctx, s.rebind(`DELETE FROM documents WHERE id = ?`), id)
+	if err != nil {
+		return s.errorf("delete document: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return s.errorf("document %q: %w", id, sources.ErrNotFound)
+	}
+	if err := tx.Commit(); err != nil {
+		return s.errorf("delete document: %w", err)
+	}
+	return nil
 }
 
 // EncodeVector is the stored form of an embedding: little-endian float32s
@@ -266,6 +290,20 @@ func (s *Store) AddChunks(ctx context.Context, chunks []sources.Chunk) ([]int64,
 		return nil, s.errorf("add chunks: %w", err)
 	}
 	defer tx.Rollback()
+	if s.d.CollectionLock != "" {
+		// Every collection of the batch, in one order, so that two batches
+		// cannot wait on each other.
+		var cols []string
+		for _, c := range chunks {
+			cols = append(cols, c.CollectionID)
+		}
+		slices.Sort(cols)
+		for _, c := range slices.Compact(cols) {
+			if _, err := tx.ExecContext(ctx, s.rebind(s.d.CollectionLock), c); err != nil {
+				return nil, s.errorf("add chunks: %w", err)
+			}
+		}
+	}
 	insert := `INSERT INTO chunks (document_id, collection_id, seq, start_char, end_char, text) VALUES (?, ?, ?, ?, ?, ?) RETURNING id`
 	if s.d.Placeholder == Dollar {
 		insert = `INSERT INTO chunks (document_id, collection_id, seq, start_char, end_char, text, search_text) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`
@@ -372,6 +410,70 @@ func (s *Store) CollectionEmbeddings(ctx context.Context, collectionID string, f
 		}
 	}
 	return rows.Err()
+}
+
+// EmbeddingsAfter calls fn, in id order, for each embedded chunk of the
+// collection whose id is above after, and returns the collection's count of
+// document deletions, read in the same statement. A collection's chunk ids
+// become visible in increasing order (SQLite serializes write transactions;
+// on PostgreSQL AddChunks takes Dialect.CollectionLock), so with after the
+// largest id a caller has seen, it gets exactly the chunks added since. An
+// error from fn stops the scan and is returned. Errors:
+// sources.ErrNotFound when the collection does not exist.
+func (s *Store) EmbeddingsAfter(ctx context.Context, collectionID string, after int64, fn func(id int64, v []float32) error) (int64, error) {
+	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT c.document_deletions, e.chunk_id, e.embedding FROM collections c
+		LEFT JOIN chunk_embeddings e ON e.collection_id = c.id AND e.chunk_id > ?
+		WHERE c.id = ? ORDER BY e.chunk_id`), after, collectionID)
+	if err != nil {
+		return 0, s.errorf("embeddings after: %w", err)
+	}
+	defer rows.Close()
+	found := false
+	var deletions int64
+	for rows.Next() {
+		var id sql.NullInt64
+		var emb []byte
+		if err := rows.Scan(&deletions, &id, &emb); err != nil {
+			return 0, s.errorf("embeddings after: %w", err)
+		}
+		found = true
+		if !id.Valid {
+			continue // the collection has no chunk past after
+		}
+		v, err := decodeVector(emb)
+		if err != nil {
+			return 0, s.errorf("chunk %d: %w", id.Int64, err)
+		}
+		if err := fn(id.Int64, v); err != nil {
+			return 0, err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, s.errorf("embeddings after: %w", err)
+	}
+	if !found {
+		return 0, s.errorf("collection %q: %w", collectionID, sources.ErrNotFound)
+	}
+	return deletions, nil
+}
+
+// EmbeddedChunkIDs returns the ids of the collection's embedded chunks, in
+// increasing order (none for an unknown collection).
+func (s *Store) EmbeddedChunkIDs(ctx context.Context, collectionID string) ([]int64, error) {
+	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT chunk_id FROM chunk_embeddings WHERE collection_id = ? ORDER BY chunk_id`), collectionID)
+	if err != nil {
+		return nil, s.errorf("embedded chunk ids: %w", err)
+	}
+	defer rows.Close()
+	out := []int64{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, s.errorf("embedded chunk ids: %w", err)
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
 }
 
 // maxQueryWords bounds the words a keyword query searches for.

@@ -49,6 +49,14 @@ type Dialect struct {
 	// the request log chain, to serialize appends across connections and
 	// servers ("" when write transactions are serialized already).
 	ChainLock string
+	// CollectionLock, when set, is run first in a transaction that adds
+	// chunks, once per collection with the collection id as its one
+	// argument, to serialize those transactions per collection across
+	// connections and servers ("" when write transactions are serialized
+	// already). Then a collection's chunk ids become visible in increasing
+	// order, which is what lets a server read the embeddings added since
+	// the largest id it has seen (see EmbeddingsAfter).
+	CollectionLock string
 	// DayExpr is the SQL expression of a row's UTC day (YYYY-MM-DD) from
 	// its time column.
 	DayExpr string

@@ -13,6 +13,8 @@ import (
 
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
+	"github.com/sovereign-ai/sovereign/internal/limits"
+	"github.com/sovereign-ai/sovereign/internal/policy"
 	"github.com/sovereign-ai/sovereign/internal/postgres"
 	"github.com/sovereign-ai/sovereign/internal/records"
 	"github.com/sovereign-ai/sovereign/internal/responses"
@@ -28,6 +30,8 @@ type Store interface {
 	sources.Store
 	responses.Store
 	records.Store
+	policy.Store
+	limits.Store
 	io.Closer
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error

@@ -48,6 +48,9 @@ func Run(t *testing.T, open func(t *testing.T) auth.KeyStore) {
 		{"SourceLinks", testSourceLinks},
 		{"Responses", testResponses},
 		{"Records", testRecords},
+		{"Policies", testPolicies},
+		{"PolicyDecisions", testPolicyDecisions},
+		{"LimitRules", testLimitRules},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,304 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
+	"github.com/sovereign-ai/sovereign/internal/catalog"
+	"github.com/sovereign-ai/sovereign/internal/inference"
+	"github.com/sovereign-ai/sovereign/internal/limits"
+	"github.com/sovereign-ai/sovereign/internal/openai"
+)
+
+// Limiter admits inference requests under the rate limits and quotas and
+// administers their rules.
+type Limiter interface {
+	Admit(ctx context.Context, req limits.Request) (*limits.Ticket, limits.Status, error)
+	Limits(ctx context.Context, keyID, teamID string) ([]limits.Window, error)
+	Rules() []limits.Rule
+	Rule(scope, subject string) (limits.Rule, bool)
+	Put(ctx context.Context, r limits.Rule) (limits.Rule, error)
+	Delete(ctx context.Context, scope, subject string) error
+}
+
+// defaultOutputReservation is the output a request reserves against token
+// limits when neither it nor its model sets an output limit; settling
+// corrects it to what was generated.
+const defaultOutputReservation = 1024
+
+// gate is what admission needs from a request once its model is known.
+type gate struct {
+	// text is the request's input text (policies read it; its size makes
+	// the prompt's share of the token reservation).
+	text string
+	// maxTokens is the output limit the request sets (0: none); output
+	// is false for routes that generate nothing (embeddings, rerank).
+	maxTokens int
+	output    bool
+	// route is the request's path, for policies.
+	route string
+}
+
+// peekGate is the gate of a peeked inference request.
+func peekGate(r *http.Request, p openai.Peek, output bool) gate {
+	g := gate{text: p.Prompt, output: output, route: r.URL.Path}
+	for _, v := range []*int{p.MaxTokens, p.MaxCompletionTokens, p.MaxOutputTokens} {
+		if v != nil && *v > 0 {
+			g.maxTokens = *v
+			break
+		}
+	}
+	return g
+}
+
+// admit is where every inference request passes once its model is
+// resolved: first the input policies (a deny never reaches the model or
+// uses a limit), then the rate limits and quotas of its key, its team and
+// its model. It sets the x-ratelimit headers, and keeps the reservation on
+// the request to settle to the real usage when it ends (observe). It
+// returns the function that redacts the request's text when a policy says
+// so (nil: nothing to redact).
+func (s *Server) admit(ctx context.Context, h http.Header, m catalog.Resolved, g gate) (func(string) string, error) {
+	redact, err := s.checkInput(ctx, m, g)
+	if err != nil || s.Limits == nil {
+		return redact, err
+	}
+	i := info(ctx)
+	if i.key == nil {
+		return redact, nil
+	}
+	out := 0
+	if g.output {
+		out = g.maxTokens
+		if out <= 0 {
+			out = m.Limits.MaxOutputTokens
+		}
+		if out <= 0 {
+			out = defaultOutputReservation
+		}
+	}
+	// Leases are named by a fresh id: x-request-id is the client's to
+	// choose and need not be unique.
+	tk, st, err := s.Limits.Admit(ctx, limits.Request{ID: newRequestID(), KeyID: i.key.ID, TeamID: i.key.TeamID, Model: m.ID,
+		Tokens: limits.Estimate(len(g.text), out)})
+	if h != nil {
+		rateHeaders(h, st)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if tk != nil {
+		i.mu.Lock()
+		i.tickets = append(i.tickets, tk)
+		i.mu.Unlock()
+	}
+	return redact, nil
+}
+
+// settle turns the request's reservations into its real usage (split
+// between them by their size when a request made several, as a comparison
+// does) and releases its concurrency leases.
+func (i *requestInfo) settle(ctx context.Context) {
+	i.mu.Lock()
+	tickets, used := i.tickets, int64(i.promptTokens+i.completed)
+	i.tickets = nil
+	i.mu.Unlock()
+	if len(tickets) == 1 {
+		tickets[0].Settle(ctx, used)
+		return
+	}
+	var total int64
+	for _, t := range tickets {
+		total += t.Reserved()
+	}
+	for _, t := range tickets {
+		share := used / int64(len(tickets))
+		if total > 0 {
+			share = int64(math.Round(float64(used) * float64(t.Reserved()) / float64(total)))
+		}
+		t.Settle(ctx, share)
+	}
+}
+
+// rateHeaders sets OpenAI's x-ratelimit headers from the most restrictive
+// request and token windows.
+func rateHeaders(h http.Header, st limits.Status) {
+	for _, w := range []struct {
+		kind string
+		win  *limits.Window
+	}{{"requests", st.Requests}, {"tokens", st.Tokens}} {
+		if w.win == nil {
+			continue
+		}
+		h.Set("X-Ratelimit-Limit-"+w.kind, strconv.FormatInt(w.win.Limit, 10))
+		h.Set("X-Ratelimit-Remaining-"+w.kind, strconv.FormatInt(w.win.Remaining, 10))
+		h.Set("X-Ratelimit-Reset-"+w.kind, resetString(w.win.Reset))
+	}
+}
+
+// resetString renders a reset time as OpenAI does: "20ms", "1s", "6m0s".
+func resetString(d time.Duration) string {
+	if d <= 0 {
+		return "0s"
+	}
+	if d < time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+// LimitObject is one limit's state in GET /v1/limits.
+type LimitObject struct {
+	Object    string `json:"object"`
+	Scope     string `json:"scope"`
+	Subject   string `json:"subject"`
+	Name      string `json:"name"`
+	Limit     int64  `json:"limit"`
+	Remaining int64  `json:"remaining"`
+	// ResetSeconds is how long until the full allowance is back; ResetAt
+	// when (unix seconds).
+	ResetSeconds float64 `json:"reset_seconds"`
+	ResetAt      int64   `json:"reset_at"`
+}
+
+func (s *Server) limitsOn() error {
+	if s.Limits == nil {
+		return apierr.New(apierr.NotFound, "this server enforces no limits")
+	}
+	return nil
+}
+
+// listLimits is GET /v1/limits: the caller's limits — its key's, its
+// team's and the models' — with what remains and when each resets.
+func (s *Server) listLimits(w http.ResponseWriter, r *http.Request) error {
+	if err := s.limitsOn(); err != nil {
+		return err
+	}
+	k, _ := KeyFrom(r.Context())
+	ws, err := s.Limits.Limits(r.Context(), k.ID, k.TeamID)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	out := make([]LimitObject, 0, len(ws))
+	for _, w := range ws {
+		out = append(out, LimitObject{Object: "limit", Scope: w.Scope, Subject: w.Subject, Name: w.Dimension, Limit: w.Limit,
+			Remaining: w.Remaining, ResetSeconds: math.Round(w.Reset.Seconds()*1000) / 1000, ResetAt: now.Add(w.Reset).Unix()})
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": out})
+}
+
+// listLimitRules is GET /v1/limits/rules (admin): every rule in force.
+func (s *Server) listLimitRules(w http.ResponseWriter, r *http.Request) error {
+	if err := s.limitsOn(); err != nil {
+		return err
+	}
+	rules := s.Limits.Rules()
+	if rules == nil {
+		rules = []limits.Rule{}
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": rules})
+}
+
+func (s *Server) getLimitRule(w http.ResponseWriter, r *http.Request) error {
+	if err := s.limitsOn(); err != nil {
+		return err
+	}
+	scope, subject := r.PathValue("scope"), r.PathValue("subject")
+	rule, ok := s.Limits.Rule(scope, subject)
+	if !ok {
+		return apierr.New(apierr.NotFound, fmt.Sprintf("no limit rule for %s %q", scope, subject))
+	}
+	return writeJSON(w, http.StatusOK, rule)
+}
+
+// putLimitRule is PUT /v1/limits/rules/{scope}/{subject} (admin): it sets
+// the whole rule (an absent dimension is no limit).
+func (s *Server) putLimitRule(w http.ResponseWriter, r *http.Request) error {
+	if err := s.limitsOn(); err != nil {
+		return err
+	}
+	var req struct {
+		RequestsPerMinute  *int64 `json:"requests_per_minute"`
+		TokensPerMinute    *int64 `json:"tokens_per_minute"`
+		ConcurrentRequests *int64 `json:"concurrent_requests"`
+		TokensPerDay       *int64 `json:"tokens_per_day"`
+		TokensPerMonth     *int64 `json:"tokens_per_month"`
+	}
+	if err := decodeStrict(r.Body, &req); err != nil {
+		return err
+	}
+	v := func(p *int64) int64 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	rule, err := s.Limits.Put(r.Context(), limits.Rule{Scope: r.PathValue("scope"), Subject: r.PathValue("subject"),
+		RequestsPerMinute: v(req.RequestsPerMinute), TokensPerMinute: v(req.TokensPerMinute), ConcurrentRequests: v(req.ConcurrentRequests),
+		TokensPerDay: v(req.TokensPerDay), TokensPerMonth: v(req.TokensPerMonth)})
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, rule)
+}
+
+func (s *Server) deleteLimitRule(w http.ResponseWriter, r *http.Request) error {
+	if err := s.limitsOn(); err != nil {
+		return err
+	}
+	scope, subject := r.PathValue("scope"), r.PathValue("subject")
+	if err := s.Limits.Delete(r.Context(), scope, subject); err != nil {
+		if errors.Is(err, limits.ErrNotFound) {
+			return apierr.New(apierr.NotFound, fmt.Sprintf("no limit rule set through the API for %s %q", scope, subject))
+		}
+		return err
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"object": "limit_rule.deleted", "scope": scope, "subject": subject, "deleted": true})
+}
+
+// messagesText is the text of a native request's messages.
+func messagesText(ms []inference.Message) string {
+	n := 0
+	for _, m := range ms {
+		n += len(m.Content) + 1
+	}
+	b := make([]byte, 0, n)
+	for _, m := range ms {
+		b = append(append(b, m.Content...), '\n')
+	}
+	return string(b)
+}
+
+// decodeStrict reads an admin request body like openai.Decode, refusing
+// members the object does not declare (at any depth) with a 400 naming
+// the member: a misspelt limit or rule field must not be ignored.
+func decodeStrict(r io.Reader, v any) error {
+	body, err := io.ReadAll(r)
+	if err != nil {
+		return openai.Decode(bytes.NewReader(body), v)
+	}
+	if err := openai.Decode(bytes.NewReader(body), v); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			name = strings.Trim(name, `"`)
+			return apierr.Invalid(name, fmt.Sprintf("unknown field %q", name))
+		}
+		return apierr.Invalid("", err.Error())
+	}
+	return nil
+}

@@ -1,0 +1,690 @@
+// Package limits enforces rate limits and quotas: requests per minute,
+// tokens per minute, concurrent requests, tokens per day and a monthly token
+// budget, each set per key, per team and per model. Every rule that applies
+// to a request is checked — a key's, its team's and the model's — so a key
+// with a team can never bypass the team's budget.
+//
+// Rates are GCRA buckets (a limit per minute with a burst of the same
+// size); daily and monthly budgets are fixed windows in UTC; concurrency is
+// a set of leases. Where the state lives is a Backend: in memory on one
+// node (Memory), or Redis for several (internal/redis), so that any number
+// of replicas share one limit.
+//
+// Tokens are reserved when a request is admitted, from its prompt and its
+// output limit, and settled to the real usage when it ends: a refund when
+// it used less, a further charge when it used more.
+package limits
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Scopes a rule applies to.
+const (
+	ScopeKey   = "key"
+	ScopeTeam  = "team"
+	ScopeModel = "model"
+)
+
+// Dimensions a rule limits.
+const (
+	RequestsPerMinute  = "requests_per_minute"
+	TokensPerMinute    = "tokens_per_minute"
+	ConcurrentRequests = "concurrent_requests"
+	TokensPerDay       = "tokens_per_day"
+	TokensPerMonth     = "tokens_per_month"
+)
+
+// Rule is the limits of one key, team or model. A zero (or absent) value
+// is no limit in that dimension.
+type Rule struct {
+	Object             string `json:"object" yaml:"-"`
+	Scope              string `json:"scope" yaml:"scope"`
+	Subject            string `json:"subject" yaml:"subject"`
+	RequestsPerMinute  int64  `json:"requests_per_minute,omitempty" yaml:"requests_per_minute"`
+	TokensPerMinute    int64  `json:"tokens_per_minute,omitempty" yaml:"tokens_per_minute"`
+	ConcurrentRequests int64  `json:"concurrent_requests,omitempty" yaml:"concurrent_requests"`
+	TokensPerDay       int64  `json:"tokens_per_day,omitempty" yaml:"tokens_per_day"`
+	TokensPerMonth     int64  `json:"tokens_per_month,omitempty" yaml:"tokens_per_month"`
+	// Source is "config" for rules from the configuration file and "api"
+	// for rules set through the admin API (which take precedence).
+	Source    string `json:"source" yaml:"-"`
+	UpdatedAt int64  `json:"updated_at,omitempty" yaml:"-"`
+}
+
+// Validate checks a rule's scope, subject and values; the error names the
+// field.
+func (r Rule) Validate() error {
+	switch r.Scope {
+	case ScopeKey, ScopeTeam, ScopeModel:
+	default:
+		return &InvalidError{Param: "scope", Message: fmt.Sprintf("scope must be key, team or model, not %q", r.Scope)}
+	}
+	if r.Subject == "" || len(r.Subject) > 256 {
+		return &InvalidError{Param: "subject", Message: "subject (the key id, team id or model id) must be 1 to 256 characters"}
+	}
+	for _, d := range r.dims() {
+		if d.v < 0 {
+			return &InvalidError{Param: d.name, Message: d.name + " must be zero (no limit) or positive"}
+		}
+	}
+	return nil
+}
+
+type dim struct {
+	name string
+	v    int64
+}
+
+func (r Rule) dims() []dim {
+	return []dim{{RequestsPerMinute, r.RequestsPerMinute}, {TokensPerMinute, r.TokensPerMinute},
+		{ConcurrentRequests, r.ConcurrentRequests}, {TokensPerDay, r.TokensPerDay}, {TokensPerMonth, r.TokensPerMonth}}
+}
+
+// InvalidError is a rule that cannot be stored; Param names the field.
+type InvalidError struct{ Param, Message string }
+
+func (e *InvalidError) Error() string { return e.Message }
+
+// ErrNotFound is a rule that does not exist.
+var ErrNotFound = errors.New("limit rule not found")
+
+// Store keeps the rules set through the API.
+type Store interface {
+	PutLimitRule(ctx context.Context, r Rule) error
+	DeleteLimitRule(ctx context.Context, scope, subject string) error
+	ListLimitRules(ctx context.Context) ([]Rule, error)
+}
+
+// RateResult is a GCRA bucket's answer.
+type RateResult struct {
+	Allowed bool
+	// Remaining is what may still be taken now.
+	Remaining int64
+	// RetryAfter is how long until the refused amount would fit; ResetAfter
+	// how long until the bucket is full again.
+	RetryAfter, ResetAfter time.Duration
+}
+
+// Backend holds the limits' state. Each call is one atomic operation (one
+// round trip for Redis).
+type Backend interface {
+	// Rate takes n from the GCRA bucket key, which refills limit per
+	// period with a burst of limit; a negative n refunds. Refused (nothing
+	// taken) when n does not fit; with force, n is taken whatever the
+	// bucket holds (settling a request that used more than it reserved),
+	// as far as the backend can.
+	Rate(ctx context.Context, key string, limit int64, period time.Duration, n int64, force bool) (RateResult, error)
+	// Quota adds n to the counter key, which expires at end, unless that
+	// would take it above max (n > 0 without force: refused, nothing
+	// added). It returns the counter's value after.
+	Quota(ctx context.Context, key string, max, n int64, force bool, end time.Time) (allowed bool, used int64, err error)
+	// Acquire takes a lease named id in the set key when fewer than max
+	// are held (expired leases do not count); it returns how many are held
+	// after.
+	Acquire(ctx context.Context, key, id string, max int64, lease time.Duration) (ok bool, held int64, err error)
+	// Release ends the lease id.
+	Release(ctx context.Context, key, id string) error
+	// Held is how many leases of key are held.
+	Held(ctx context.Context, key string) (int64, error)
+}
+
+// ExceededError is a request over a limit: 429 rate_limit_exceeded, or
+// quota_exceeded for a daily or monthly budget.
+type ExceededError struct {
+	Scope, Subject, Dimension string
+	Limit                     int64
+	Requested                 int64
+	// RetryAfter is when the request would fit (0: it never will, being
+	// larger than the limit).
+	RetryAfter time.Duration
+}
+
+// Quota reports whether the exceeded limit is a budget (a day's or a
+// month's tokens) rather than a rate.
+func (e *ExceededError) Quota() bool {
+	return e.Dimension == TokensPerDay || e.Dimension == TokensPerMonth
+}
+
+func (e *ExceededError) Error() string {
+	what := fmt.Sprintf("the %s %s's limit of %d %s", e.Scope, e.Subject, e.Limit, label(e.Dimension))
+	if e.RetryAfter <= 0 {
+		return fmt.Sprintf("this request needs %d, more than %s allows at all; lower max_tokens or the input", e.Requested, what)
+	}
+	return fmt.Sprintf("%s is reached; retry after %s", what, e.RetryAfter.Round(time.Millisecond))
+}
+
+func label(dimension string) string {
+	switch dimension {
+	case RequestsPerMinute:
+		return "requests per minute"
+	case TokensPerMinute:
+		return "tokens per minute"
+	case ConcurrentRequests:
+		return "concurrent requests"
+	case TokensPerDay:
+		return "tokens per day (UTC)"
+	case TokensPerMonth:
+		return "tokens per month (UTC)"
+	}
+	return dimension
+}
+
+// UnavailableError is a failing backend under fail-closed.
+type UnavailableError struct{ Err error }
+
+func (e *UnavailableError) Error() string {
+	return "rate limits cannot be checked right now (their store is unavailable); retry shortly"
+}
+
+// Unwrap returns the backend's error.
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// Request is what admission needs to know of a request.
+type Request struct {
+	ID, KeyID, TeamID, Model string
+	// Tokens is the reservation: the prompt's estimated tokens plus the
+	// output limit.
+	Tokens int64
+}
+
+// Window is one limit's state for the x-ratelimit headers and GET
+// /v1/limits.
+type Window struct {
+	Scope, Subject, Dimension string
+	Limit, Remaining          int64
+	// Reset is how long until the limit is back to its full allowance.
+	Reset time.Duration
+}
+
+// Status is the most restrictive request and token windows of an
+// admission (nil: no such limit applies).
+type Status struct {
+	Requests, Tokens *Window
+}
+
+// Metrics counts what the service cannot do as asked.
+type Metrics interface {
+	// LimitsBackendError counts a backend failure and what was done
+	// ("open": allowed, "closed": refused).
+	LimitsBackendError(mode string)
+	// LimitsUnsettled counts tokens a request used beyond its reservation
+	// that the backend could not charge.
+	LimitsUnsettled(tokens int64)
+	// LimitsRefused counts a refused request by dimension.
+	LimitsRefused(dimension string)
+}
+
+// Config configures a Service.
+type Config struct {
+	Backend Backend
+	// Store keeps API-set rules (nil: configuration rules only).
+	Store Store
+	// Rules are the configuration file's rules.
+	Rules []Rule
+	// FailOpen admits requests when the backend fails (default: refuse
+	// them with 503).
+	FailOpen bool
+	// Refresh is how often rules are re-read from the store, so rules set
+	// through another replica apply here (default 2 s).
+	Refresh time.Duration
+	// Lease bounds a concurrency lease, in case a server dies holding it
+	// (default 15 minutes, beyond any request's timeout).
+	Lease   time.Duration
+	Metrics Metrics
+	Log     *slog.Logger
+	Now     func() time.Time
+}
+
+// Service admits requests under the rules.
+type Service struct {
+	cfg   Config
+	rules atomic.Pointer[ruleSet]
+	mu    sync.Mutex // serializes reloads
+	stop  chan struct{}
+	done  chan struct{}
+	// lastWarn rate-limits backend error logs (unix nanoseconds).
+	lastWarn atomic.Int64
+}
+
+type ruleSet struct {
+	byKey   map[string]Rule // scope + "\x00" + subject
+	loaded  time.Time
+	list    []Rule
+	anyRule bool
+}
+
+func ruleKey(scope, subject string) string { return scope + "\x00" + subject }
+
+// New returns a service with the configuration's rules loaded and, with a
+// store, the stored ones, refreshed in the background until Close.
+func New(ctx context.Context, cfg Config) (*Service, error) {
+	if cfg.Backend == nil {
+		cfg.Backend = NewMemory(nil)
+	}
+	if cfg.Refresh <= 0 {
+		cfg.Refresh = 2 * time.Second
+	}
+	if cfg.Lease <= 0 {
+		cfg.Lease = 15 * time.Minute
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	for i, r := range cfg.Rules {
+		if err := r.Validate(); err != nil {
+			var inv *InvalidError
+			errors.As(err, &inv)
+			return nil, fmt.Errorf("limits[%d].%s: %s", i, inv.Param, inv.Message)
+		}
+	}
+	s := &Service{cfg: cfg, stop: make(chan struct{}), done: make(chan struct{})}
+	if err := s.Reload(ctx); err != nil {
+		return nil, err
+	}
+	go s.refresh()
+	return s, nil
+}
+
+// Close stops the background refresh.
+func (s *Service) Close() {
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+		<-s.done
+	}
+}
+
+func (s *Service) refresh() {
+	defer close(s.done)
+	if s.cfg.Store == nil {
+		return
+	}
+	t := time.NewTicker(s.cfg.Refresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if err := s.Reload(ctx); err != nil {
+				s.cfg.Log.Warn("limits: reloading rules", "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// Reload reads the rules again: configuration rules, overridden by stored
+// ones for the same scope and subject.
+func (s *Service) Reload(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rs := &ruleSet{byKey: map[string]Rule{}, loaded: s.cfg.Now()}
+	for _, r := range s.cfg.Rules {
+		r.Source, r.Object = "config", "limit_rule"
+		rs.byKey[ruleKey(r.Scope, r.Subject)] = r
+	}
+	if s.cfg.Store != nil {
+		stored, err := s.cfg.Store.ListLimitRules(ctx)
+		if err != nil {
+			return err
+		}
+		for _, r := range stored {
+			r.Source, r.Object = "api", "limit_rule"
+			rs.byKey[ruleKey(r.Scope, r.Subject)] = r
+		}
+	}
+	for _, r := range rs.byKey {
+		rs.list = append(rs.list, r)
+	}
+	sort.Slice(rs.list, func(i, j int) bool {
+		if rs.list[i].Scope != rs.list[j].Scope {
+			return rs.list[i].Scope < rs.list[j].Scope
+		}
+		return rs.list[i].Subject < rs.list[j].Subject
+	})
+	rs.anyRule = len(rs.list) > 0
+	s.rules.Store(rs)
+	return nil
+}
+
+// Rules lists every rule in force.
+func (s *Service) Rules() []Rule { return append([]Rule(nil), s.rules.Load().list...) }
+
+// Rule returns the rule in force for scope and subject.
+func (s *Service) Rule(scope, subject string) (Rule, bool) {
+	r, ok := s.rules.Load().byKey[ruleKey(scope, subject)]
+	return r, ok
+}
+
+// Put stores a rule through the API and applies it here at once (other
+// replicas within the refresh interval).
+func (s *Service) Put(ctx context.Context, r Rule) (Rule, error) {
+	if err := r.Validate(); err != nil {
+		return r, err
+	}
+	if s.cfg.Store == nil {
+		return r, errors.New("limits: no store for rules")
+	}
+	r.UpdatedAt = s.cfg.Now().Unix()
+	if err := s.cfg.Store.PutLimitRule(ctx, r); err != nil {
+		return r, err
+	}
+	r.Source, r.Object = "api", "limit_rule"
+	return r, s.Reload(ctx)
+}
+
+// Delete removes an API-set rule (a configuration rule for the same
+// subject applies again).
+func (s *Service) Delete(ctx context.Context, scope, subject string) error {
+	if s.cfg.Store == nil {
+		return ErrNotFound
+	}
+	if err := s.cfg.Store.DeleteLimitRule(ctx, scope, subject); err != nil {
+		return err
+	}
+	return s.Reload(ctx)
+}
+
+// applicable returns the rules that govern req: its key's, its team's and
+// its model's.
+func (rs *ruleSet) applicable(keyID, teamID, model string) []Rule {
+	if !rs.anyRule {
+		return nil
+	}
+	var out []Rule
+	for _, k := range [...]string{ruleKey(ScopeKey, keyID), ruleKey(ScopeTeam, teamID), ruleKey(ScopeModel, model)} {
+		if r, ok := rs.byKey[k]; ok && k[len(k)-1] != 0 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Governed reports whether any rule applies to a request of this key,
+// team and model (cheap: no backend call).
+func (s *Service) Governed(keyID, teamID, model string) bool {
+	return len(s.rules.Load().applicable(keyID, teamID, model)) > 0
+}
+
+// Ticket is an admitted request's reservation, settled once it ends.
+type Ticket struct {
+	s        *Service
+	reserved int64
+	// taken lists what was taken, to refund or settle.
+	rates   []taken
+	quotas  []taken
+	leases  []string
+	leaseID string
+	settled atomic.Bool
+}
+
+type taken struct {
+	key    string
+	limit  int64
+	period time.Duration
+	n      int64
+	end    time.Time
+	// tokens marks a tokens-per-minute bucket, settled to the real usage.
+	tokens bool
+}
+
+const (
+	rateBase  = "sov:rate:"
+	quotaBase = "sov:quota:"
+	leaseBase = "sov:lease:"
+)
+
+func dayEnd(t time.Time) time.Time {
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
+}
+
+func monthEnd(t time.Time) time.Time {
+	y, m, _ := t.UTC().Date()
+	return time.Date(y, m+1, 1, 0, 0, 0, 0, time.UTC)
+}
+
+func quotaKey(r Rule, dimension string, now time.Time) (string, time.Time) {
+	if dimension == TokensPerDay {
+		return quotaBase + r.Scope + ":" + r.Subject + ":d:" + now.UTC().Format("20060102"), dayEnd(now)
+	}
+	return quotaBase + r.Scope + ":" + r.Subject + ":m:" + now.UTC().Format("200601"), monthEnd(now)
+}
+
+// Admit checks every rule that applies to req and takes what the request
+// needs from each: all or nothing. It returns the ticket to settle when the
+// request ends (nil when no rule applies) and the most restrictive windows
+// for the response headers; over a limit, an *ExceededError.
+func (s *Service) Admit(ctx context.Context, req Request) (*Ticket, Status, error) {
+	rules := s.rules.Load().applicable(req.KeyID, req.TeamID, req.Model)
+	if len(rules) == 0 {
+		return nil, Status{}, nil
+	}
+	t := &Ticket{s: s, reserved: req.Tokens, leaseID: req.ID}
+	var st Status
+	now := s.cfg.Now()
+	fail := func(err error) (*Ticket, Status, error) {
+		t.undo(ctx)
+		var ex *ExceededError
+		if errors.As(err, &ex) {
+			if s.cfg.Metrics != nil {
+				s.cfg.Metrics.LimitsRefused(ex.Dimension)
+			}
+			w := &Window{Scope: ex.Scope, Subject: ex.Subject, Dimension: ex.Dimension, Limit: ex.Limit, Reset: ex.RetryAfter}
+			switch ex.Dimension {
+			case RequestsPerMinute:
+				st.Requests = w
+			case TokensPerMinute, TokensPerDay, TokensPerMonth:
+				st.Tokens = w
+			}
+			return nil, st, err
+		}
+		return s.backendFailed(err, st)
+	}
+	for _, r := range rules {
+		if r.ConcurrentRequests > 0 {
+			key := leaseBase + r.Scope + ":" + r.Subject
+			ok, _, err := s.cfg.Backend.Acquire(ctx, key, req.ID, r.ConcurrentRequests, s.cfg.Lease)
+			if err != nil {
+				return fail(err)
+			}
+			if !ok {
+				// A lease frees when a request ends; a second is an honest
+				// guess for a client to come back.
+				return fail(&ExceededError{Scope: r.Scope, Subject: r.Subject, Dimension: ConcurrentRequests, Limit: r.ConcurrentRequests, Requested: 1, RetryAfter: time.Second})
+			}
+			t.leases = append(t.leases, key)
+		}
+		for _, q := range [...]dim{{TokensPerDay, r.TokensPerDay}, {TokensPerMonth, r.TokensPerMonth}} {
+			if q.v <= 0 {
+				continue
+			}
+			key, end := quotaKey(r, q.name, now)
+			n := req.Tokens
+			if n > q.v {
+				return fail(&ExceededError{Scope: r.Scope, Subject: r.Subject, Dimension: q.name, Limit: q.v, Requested: n})
+			}
+			ok, used, err := s.cfg.Backend.Quota(ctx, key, q.v, n, false, end)
+			if err != nil {
+				return fail(err)
+			}
+			if !ok {
+				return fail(&ExceededError{Scope: r.Scope, Subject: r.Subject, Dimension: q.name, Limit: q.v, Requested: n, RetryAfter: end.Sub(now)})
+			}
+			t.quotas = append(t.quotas, taken{key: key, limit: q.v, n: n, end: end})
+			w := &Window{Scope: r.Scope, Subject: r.Subject, Dimension: q.name, Limit: q.v, Remaining: max(q.v-used, 0), Reset: end.Sub(now)}
+			if st.Tokens == nil || (st.Tokens.Dimension != TokensPerMinute && w.Remaining < st.Tokens.Remaining) {
+				st.Tokens = w
+			}
+		}
+		for _, d := range [...]dim{{RequestsPerMinute, r.RequestsPerMinute}, {TokensPerMinute, r.TokensPerMinute}} {
+			if d.v <= 0 {
+				continue
+			}
+			n := int64(1)
+			if d.name == TokensPerMinute {
+				n = req.Tokens
+				if n > d.v {
+					return fail(&ExceededError{Scope: r.Scope, Subject: r.Subject, Dimension: d.name, Limit: d.v, Requested: n})
+				}
+				if n <= 0 {
+					n = 0
+				}
+			}
+			key := rateBase + r.Scope + ":" + r.Subject + ":" + d.name
+			res, err := s.cfg.Backend.Rate(ctx, key, d.v, time.Minute, n, false)
+			if err != nil {
+				return fail(err)
+			}
+			if !res.Allowed {
+				return fail(&ExceededError{Scope: r.Scope, Subject: r.Subject, Dimension: d.name, Limit: d.v, Requested: n, RetryAfter: res.RetryAfter})
+			}
+			t.rates = append(t.rates, taken{key: key, limit: d.v, period: time.Minute, n: n, tokens: d.name == TokensPerMinute})
+			w := &Window{Scope: r.Scope, Subject: r.Subject, Dimension: d.name, Limit: d.v, Remaining: res.Remaining, Reset: res.ResetAfter}
+			if d.name == RequestsPerMinute {
+				if st.Requests == nil || w.Remaining < st.Requests.Remaining {
+					st.Requests = w
+				}
+			} else if st.Tokens == nil || st.Tokens.Dimension != TokensPerMinute || w.Remaining < st.Tokens.Remaining {
+				st.Tokens = w
+			}
+		}
+	}
+	return t, st, nil
+}
+
+// backendFailed applies the fail-open or fail-closed setting.
+func (s *Service) backendFailed(err error, st Status) (*Ticket, Status, error) {
+	mode := "closed"
+	if s.cfg.FailOpen {
+		mode = "open"
+	}
+	if s.cfg.Metrics != nil {
+		s.cfg.Metrics.LimitsBackendError(mode)
+	}
+	now := time.Now().UnixNano()
+	if last := s.lastWarn.Load(); now-last > int64(10*time.Second) && s.lastWarn.CompareAndSwap(last, now) {
+		s.cfg.Log.Warn("limits: the limits store failed; requests are "+map[bool]string{true: "admitted (fail-open)", false: "refused (fail-closed)"}[s.cfg.FailOpen], "err", err)
+	}
+	if s.cfg.FailOpen {
+		return nil, Status{}, nil
+	}
+	return nil, Status{}, &UnavailableError{Err: err}
+}
+
+// undo gives back what an admission took before it was refused.
+func (t *Ticket) undo(ctx context.Context) {
+	b := t.s.cfg.Backend
+	for _, r := range t.rates {
+		if r.n > 0 {
+			b.Rate(ctx, r.key, r.limit, r.period, -r.n, false)
+		}
+	}
+	for _, q := range t.quotas {
+		b.Quota(ctx, q.key, q.limit, -q.n, true, q.end)
+	}
+	for _, l := range t.leases {
+		b.Release(ctx, l, t.leaseID)
+	}
+}
+
+// Reserved is the tokens the request reserved.
+func (t *Ticket) Reserved() int64 { return t.reserved }
+
+// Settle ends the request: its concurrency leases are released and the
+// token reservation becomes the real usage (a refund when it used less, a
+// further charge when more). It is safe to call more than once; only the
+// first call counts.
+func (t *Ticket) Settle(ctx context.Context, used int64) {
+	if t == nil || !t.settled.CompareAndSwap(false, true) {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	b := t.s.cfg.Backend
+	delta := used - t.reserved
+	for _, r := range t.rates {
+		if !r.tokens || delta == 0 {
+			continue
+		}
+		res, err := b.Rate(ctx, r.key, r.limit, r.period, delta, delta > 0)
+		if err == nil && delta > 0 && !res.Allowed && t.s.cfg.Metrics != nil {
+			t.s.cfg.Metrics.LimitsUnsettled(delta)
+		}
+	}
+	if delta != 0 {
+		for _, q := range t.quotas {
+			b.Quota(ctx, q.key, q.limit, delta, true, q.end)
+		}
+	}
+	for _, l := range t.leases {
+		b.Release(ctx, l, t.leaseID)
+	}
+}
+
+// Limits returns the state of every limit that governs a key in team:
+// the key's rule, the team's, and every model rule, one window per
+// dimension, without taking anything.
+func (s *Service) Limits(ctx context.Context, keyID, teamID string) ([]Window, error) {
+	rs := s.rules.Load()
+	var rules []Rule
+	for _, r := range rs.list {
+		if (r.Scope == ScopeKey && r.Subject == keyID) || (r.Scope == ScopeTeam && r.Subject == teamID) || r.Scope == ScopeModel {
+			rules = append(rules, r)
+		}
+	}
+	now := s.cfg.Now()
+	var out []Window
+	for _, r := range rules {
+		for _, d := range r.dims() {
+			if d.v <= 0 {
+				continue
+			}
+			w := Window{Scope: r.Scope, Subject: r.Subject, Dimension: d.name, Limit: d.v, Remaining: d.v}
+			switch d.name {
+			case RequestsPerMinute, TokensPerMinute:
+				res, err := s.cfg.Backend.Rate(ctx, rateBase+r.Scope+":"+r.Subject+":"+d.name, d.v, time.Minute, 0, false)
+				if err != nil {
+					return nil, &UnavailableError{Err: err}
+				}
+				w.Remaining, w.Reset = min(res.Remaining, d.v), res.ResetAfter
+			case TokensPerDay, TokensPerMonth:
+				key, end := quotaKey(r, d.name, now)
+				_, used, err := s.cfg.Backend.Quota(ctx, key, d.v, 0, false, end)
+				if err != nil {
+					return nil, &UnavailableError{Err: err}
+				}
+				w.Remaining, w.Reset = max(d.v-used, 0), end.Sub(now)
+			case ConcurrentRequests:
+				held, err := s.cfg.Backend.Held(ctx, leaseBase+r.Scope+":"+r.Subject)
+				if err != nil {
+					return nil, &UnavailableError{Err: err}
+				}
+				w.Remaining = max(d.v-held, 0)
+			}
+			out = append(out, w)
+		}
+	}
+	return out, nil
+}
+
+// Estimate is a request's token reservation: its prompt, counted as one
+// token per three bytes (more than most tokenizers make, so that the
+// settlement is mostly a refund), plus its output limit.
+func Estimate(promptBytes int, outputTokens int) int64 {
+	return int64(math.Ceil(float64(promptBytes)/3)) + int64(max(outputTokens, 0))
+}

@@ -1,0 +1,162 @@
+// Package redis is the Redis adapter of Sovereign's limits: the state that
+// several API replicas share so that a limit is one limit, not one per
+// replica. Rate buckets use github.com/go-redis/redis_rate (GCRA in one Lua
+// script: one atomic round trip per check); budgets and concurrency leases
+// are small Lua scripts of their own, also one round trip each.
+package redis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/sovereign-ai/sovereign/internal/limits"
+)
+
+// Limits implements limits.Backend on Redis.
+type Limits struct {
+	rdb  *goredis.Client
+	gcra *redis_rate.Limiter
+}
+
+// Open connects to the Redis server at url (redis://[:password@]host:port/db
+// or rediss:// for TLS) and checks it answers.
+func Open(ctx context.Context, url string) (*Limits, error) {
+	opt, err := goredis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	// A limit check is on the request path: fail fast rather than queue
+	// behind a dead server (fail-open or fail-closed decides what then).
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = time.Second, 500*time.Millisecond, 500*time.Millisecond
+	opt.MaxRetries = 1
+	rdb := goredis.NewClient(opt)
+	if err := rdb.Ping(ctx).Err(); err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("redis: %w", err)
+	}
+	return &Limits{rdb: rdb, gcra: redis_rate.NewLimiter(rdb)}, nil
+}
+
+// Close closes the connections.
+func (l *Limits) Close() error { return l.rdb.Close() }
+
+// Ping checks the server answers.
+func (l *Limits) Ping(ctx context.Context) error { return l.rdb.Ping(ctx).Err() }
+
+// Rate implements limits.Backend with redis_rate's GCRA. redis_rate
+// cannot charge past a limit, so a forced charge takes what is left
+// (AllowAtMost) and reports the rest as not allowed; and it does not write
+// a refund that would leave the bucket full, so such a refund deletes the
+// bucket instead (a second round trip, on settlement only).
+func (l *Limits) Rate(ctx context.Context, key string, limit int64, period time.Duration, n int64, force bool) (limits.RateResult, error) {
+	lim := redis_rate.Limit{Rate: int(limit), Burst: int(limit), Period: period}
+	if force && n > 0 {
+		res, err := l.gcra.AllowAtMost(ctx, key, lim, int(n))
+		if err != nil {
+			return limits.RateResult{}, err
+		}
+		return limits.RateResult{Allowed: int64(res.Allowed) >= n, Remaining: int64(res.Remaining), ResetAfter: max(res.ResetAfter, 0)}, nil
+	}
+	res, err := l.gcra.AllowN(ctx, key, lim, int(n))
+	if err != nil {
+		return limits.RateResult{}, err
+	}
+	if n < 0 && res.ResetAfter <= 0 {
+		if err := l.gcra.Reset(ctx, key); err != nil {
+			return limits.RateResult{}, err
+		}
+		return limits.RateResult{Allowed: true, Remaining: limit}, nil
+	}
+	out := limits.RateResult{Allowed: res.Allowed > 0 || n <= 0, Remaining: int64(res.Remaining), ResetAfter: max(res.ResetAfter, 0)}
+	if !out.Allowed {
+		out.RetryAfter = res.RetryAfter
+	}
+	return out, nil
+}
+
+// quotaScript adds ARGV[1] to the counter KEYS[1] unless it would pass
+// ARGV[2] (ARGV[3] = "1" forces it), expiring it at ARGV[4] (unix
+// seconds); it returns {allowed, value}.
+var quotaScript = goredis.NewScript(`
+local n = tonumber(ARGV[1])
+local cur = tonumber(redis.call("GET", KEYS[1]) or "0")
+if n > 0 and ARGV[3] ~= "1" and cur + n > tonumber(ARGV[2]) then
+  return {0, cur}
+end
+if n == 0 then
+  return {1, cur}
+end
+cur = cur + n
+if cur < 0 then cur = 0 end
+redis.call("SET", KEYS[1], cur, "EXAT", ARGV[4])
+return {1, cur}
+`)
+
+// Quota implements limits.Backend.
+func (l *Limits) Quota(ctx context.Context, key string, max, n int64, force bool, end time.Time) (bool, int64, error) {
+	f := "0"
+	if force {
+		f = "1"
+	}
+	v, err := quotaScript.Run(ctx, l.rdb, []string{key}, n, max, f, end.Unix()).Int64Slice()
+	if err != nil {
+		return false, 0, err
+	}
+	return v[0] == 1, v[1], nil
+}
+
+// acquireScript holds leases in a sorted set scored by expiry (unix
+// milliseconds, from the server's clock): it drops expired ones and adds
+// ARGV[1] when fewer than ARGV[2] remain; it returns {ok, held}.
+var acquireScript = goredis.NewScript(`
+local t = redis.call("TIME")
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", now)
+local held = redis.call("ZCARD", KEYS[1])
+if held >= tonumber(ARGV[2]) then
+  return {0, held}
+end
+local exp = now + tonumber(ARGV[3])
+redis.call("ZADD", KEYS[1], exp, ARGV[1])
+redis.call("PEXPIRE", KEYS[1], tonumber(ARGV[3]))
+return {1, held + 1}
+`)
+
+// Acquire implements limits.Backend.
+func (l *Limits) Acquire(ctx context.Context, key, id string, max int64, lease time.Duration) (bool, int64, error) {
+	v, err := acquireScript.Run(ctx, l.rdb, []string{key}, id, max, lease.Milliseconds()).Int64Slice()
+	if err != nil {
+		return false, 0, err
+	}
+	return v[0] == 1, v[1], nil
+}
+
+// Release implements limits.Backend.
+func (l *Limits) Release(ctx context.Context, key, id string) error {
+	return l.rdb.ZRem(ctx, key, id).Err()
+}
+
+var heldScript = goredis.NewScript(`
+local t = redis.call("TIME")
+redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+return redis.call("ZCARD", KEYS[1])
+`)
+
+// Held implements limits.Backend.
+func (l *Limits) Held(ctx context.Context, key string) (int64, error) {
+	return heldScript.Run(ctx, l.rdb, []string{key}).Int64()
+}
+
+// Redact returns url without its password, for logs.
+func Redact(url string) string {
+	opt, err := goredis.ParseURL(url)
+	if err != nil || opt.Password == "" {
+		return url
+	}
+	return "redis://" + opt.Addr + "/" + strconv.Itoa(opt.DB)
+}
