@@ -59,11 +59,18 @@ const chatPath = "/v1/chat/completions"
 const (
 	direct    = "direct"
 	sovereign = "sovereign"
-	litellm   = "litellm"
-	portkey   = "portkey"
+	// sovereignGov is a second Sovereign server with its governance on:
+	// rate limits and quotas in Redis and input policies (run.sh sets them
+	// up), measured against the plain one for the cost of governance.
+	sovereignGov = "sovereign-governed"
+	litellm      = "litellm"
+	portkey      = "portkey"
 )
 
-var displayName = map[string]string{direct: "direct", sovereign: "Sovereign", litellm: "LiteLLM", portkey: "Portkey"}
+var displayName = map[string]string{direct: "direct", sovereign: "Sovereign", sovereignGov: "Sovereign (governed)", litellm: "LiteLLM", portkey: "Portkey"}
+
+// knownTargets is the list -targets is checked against, for messages.
+const knownTargets = "direct, sovereign, sovereign-governed, litellm, portkey"
 
 type config struct {
 	targets        []string
@@ -71,6 +78,10 @@ type config struct {
 	mockURL        string
 	sovURL         string
 	sovKey         string
+	govURL         string
+	govKey         string
+	govConfig      string
+	redisPID       int
 	liteURL        string
 	liteKey        string
 	portkeyURL     string
@@ -95,6 +106,7 @@ type config struct {
 	checkP99       time.Duration
 	checkRate      int
 	checkRatio     float64
+	checkGovP99    time.Duration
 }
 
 func main() {
@@ -109,20 +121,28 @@ func main() {
 		checkRatio                      float64
 		mockURL, sovURL, liteURL, pkURL string
 		mockPID, sovPID, litePID, pkPID int
+		govURL, govKey, govConfig       string
+		govPID, redisPID                int
+		checkGovP99                     time.Duration
 		sovKey, liteKey, model          string
 		jsonOut, mdOut, note            string
 	)
-	flag.StringVar(&targetsFlag, "targets", "direct,sovereign,litellm,portkey", "comma-separated targets to measure, in this order after direct (which always goes first: added latency is computed against it)")
+	flag.StringVar(&targetsFlag, "targets", "direct,sovereign,sovereign-governed,litellm,portkey", "comma-separated targets to measure, in this order after direct (which always goes first: added latency is computed against it)")
 	flag.StringVar(&modesFlag, "modes", "non-stream,stream,stream-tools", "comma-separated modes: non-stream, stream, stream-tools (streamed, with 8 tools and an image part)")
 	flag.StringVar(&mockURL, "mock-url", "http://127.0.0.1:18190", "the mock upstream's base URL (the direct target; Portkey's custom host is this + /v1)")
 	flag.StringVar(&sovURL, "sovereign-url", "http://127.0.0.1:18191", "Sovereign's base URL")
 	flag.StringVar(&sovKey, "sovereign-key", "", "bearer token for Sovereign")
+	flag.StringVar(&govURL, "sovereign-gov-url", "http://127.0.0.1:18194", "the governed Sovereign's base URL (limits in Redis and policies set up, see run.sh)")
+	flag.StringVar(&govKey, "sovereign-gov-key", "", "bearer token for the governed Sovereign")
+	flag.StringVar(&govConfig, "sovereign-gov-config", "all", "what the governed Sovereign has set up, for the report: all (limits and policies), limits, policies or none")
 	flag.StringVar(&liteURL, "litellm-url", "http://127.0.0.1:18192", "LiteLLM proxy's base URL")
 	flag.StringVar(&liteKey, "litellm-key", "", "bearer token for LiteLLM (its master key; empty: none)")
 	flag.StringVar(&pkURL, "portkey-url", "http://127.0.0.1:18193", "Portkey gateway's base URL")
 	flag.StringVar(&model, "model", "mock", "model id sent in every request")
 	flag.IntVar(&mockPID, "mock-pid", 0, "process id of the mock upstream, for its CPU time per request on the direct row (0: not reported)")
 	flag.IntVar(&sovPID, "sovereign-pid", 0, "process id of Sovereign, for its CPU time per request (0: not reported)")
+	flag.IntVar(&govPID, "sovereign-gov-pid", 0, "process id of the governed Sovereign, for its CPU time per request (0: not reported)")
+	flag.IntVar(&redisPID, "redis-pid", 0, "process id of the Redis server the governed Sovereign keeps its limits in, for its CPU time per governed request (0: not reported)")
 	flag.IntVar(&litePID, "litellm-pid", 0, "process id of LiteLLM's proxy, for its CPU time per request (0: not reported)")
 	flag.IntVar(&pkPID, "portkey-pid", 0, "process id of Portkey's gateway, for its CPU time per request (0: not reported)")
 	flag.IntVar(&c1N, "c1-requests", 2000, "sequential requests measured at concurrency 1")
@@ -144,23 +164,32 @@ func main() {
 	flag.DurationVar(&checkP99, "target-p99", time.Millisecond, "target: Sovereign's p99 added latency at -target-rate, non-streamed")
 	flag.IntVar(&checkRate, "target-rate", 1000, "the rate of that target (must be one of -rates)")
 	flag.Float64Var(&checkRatio, "target-ratio", 10, "target: LiteLLM's and Portkey's added latency / Sovereign's at concurrency 1")
+	flag.DurationVar(&checkGovP99, "target-gov-p99", 500*time.Microsecond, "target: the governed Sovereign's p99 minus the plain one's at -target-rate, non-streamed")
 	flag.Parse()
 
 	var err error
 	cfg = config{
 		mockURL: strings.TrimRight(mockURL, "/"), sovURL: strings.TrimRight(sovURL, "/"), sovKey: sovKey,
+		govURL: strings.TrimRight(govURL, "/"), govKey: govKey, govConfig: govConfig, redisPID: redisPID,
 		liteURL: strings.TrimRight(liteURL, "/"), liteKey: liteKey, portkeyURL: strings.TrimRight(pkURL, "/"),
 		model: model, c1Requests: c1N, c1Warmup: c1Warm, c1MaxTime: c1Max,
 		rateDur: rateDur, rateWarm: rateWarm, ladderDur: ladderDur, ladderWarm: ladderWarm,
 		addedBudget: budget, overloadWindow: overloadWin, drain: drain, procs: procs,
-		pids:    map[string]int{direct: mockPID, sovereign: sovPID, litellm: litePID, portkey: pkPID},
+		pids:    map[string]int{direct: mockPID, sovereign: sovPID, sovereignGov: govPID, litellm: litePID, portkey: pkPID},
 		jsonOut: jsonOut, mdOut: mdOut, note: note,
-		checkP99: checkP99, checkRate: checkRate, checkRatio: checkRatio,
+		checkP99: checkP99, checkRate: checkRate, checkRatio: checkRatio, checkGovP99: checkGovP99,
+	}
+	switch cfg.govConfig {
+	case "all":
+	case "limits", "policies", "none":
+		displayName[sovereignGov] = "Sovereign (governed: " + cfg.govConfig + ")"
+	default:
+		fatalf("-sovereign-gov-config: unknown value %q (want all, limits, policies or none)", cfg.govConfig)
 	}
 	cfg.targets = splitList(targetsFlag)
 	for _, t := range cfg.targets {
 		if _, ok := displayName[t]; !ok {
-			fatalf("-targets: unknown target %q (want direct, sovereign, litellm, portkey)", t)
+			fatalf("-targets: unknown target %q (want %s)", t, knownTargets)
 		}
 	}
 	// Direct goes first: the others' added latency is computed against it.
@@ -272,12 +301,28 @@ type Report struct {
 	Checks    []Check        `json:"checks,omitempty"`
 	Pass      bool           `json:"pass"`
 	// SovereignLog compares the requests sent to Sovereign with the
-	// records its request log holds for them.
+	// records its request log holds for them; GovernedLog the same for the
+	// governed Sovereign (its own server, its own database).
 	SovereignLog *LogCount `json:"sovereign_log,omitempty"`
+	GovernedLog  *LogCount `json:"sovereign_governed_log,omitempty"`
+	// GovernanceCost is the governed Sovereign's latency minus the plain
+	// one's, per mode and load point.
+	GovernanceCost []GovCost `json:"governance_cost,omitempty"`
 }
 
-// LogCount is how many requests went to Sovereign and how many records
-// its request log has (read back through GET /v1/usage).
+// GovCost is what governance costs at one load point: the governed
+// Sovereign's percentile minus the plain Sovereign's, same mode, same run
+// (both against the same direct baseline, so this is also the difference of
+// their added latencies). Null: either was overloaded there.
+type GovCost struct {
+	Mode  string   `json:"mode"`
+	Point string   `json:"point"` // "c=1", "1000 RPS", ...
+	P50Ms *float64 `json:"p50_ms"`
+	P99Ms *float64 `json:"p99_ms"`
+}
+
+// LogCount is how many requests went to a Sovereign server and how many
+// records its request log has (read back through GET /v1/usage).
 type LogCount struct {
 	Sent     int64  `json:"sent"`
 	Recorded int64  `json:"recorded"`
@@ -333,6 +378,9 @@ type ModeReport struct {
 	// divided by their number (for direct: the mock's).
 	Requests    int64    `json:"requests"`
 	CPUMsPerReq *float64 `json:"cpu_ms_per_request,omitempty"`
+	// RedisCPUMsPerReq is, for the governed Sovereign, the Redis server's
+	// CPU time over the same requests divided by their number.
+	RedisCPUMsPerReq *float64 `json:"redis_cpu_ms_per_request,omitempty"`
 	// For direct only: Again is its second measurement, taken after the
 	// gateways in the same mode, and Baseline the mean of the two, which
 	// the gateways' added figures at c=1 and the fixed rates are computed
@@ -459,6 +507,9 @@ func newTarget(name string, cfg config) *target {
 	case sovereign:
 		t.url = cfg.sovURL + chatPath
 		h.Set("Authorization", "Bearer "+cfg.sovKey)
+	case sovereignGov:
+		t.url = cfg.govURL + chatPath
+		h.Set("Authorization", "Bearer "+cfg.govKey)
 	case litellm:
 		t.url = cfg.liteURL + chatPath
 		if cfg.liteKey != "" {
@@ -880,29 +931,37 @@ func run(ctx context.Context, cfg config) *Report {
 		}
 	}
 	for _, tr := range rep.Targets {
-		if tr.Name != sovereign || tr.Error != "" {
+		if (tr.Name != sovereign && tr.Name != sovereignGov) || tr.Error != "" {
 			continue
 		}
 		lc := &LogCount{}
 		for _, mr := range tr.Modes {
 			lc.Sent += mr.Requests
 		}
-		lc.Recorded, lc.Error = countRecords(ctx, cfg, lc.Sent, log.began)
-		rep.SovereignLog = lc
-		log.printf("sovereign request log: %d records for %d requests sent", lc.Recorded, lc.Sent)
+		base, key := cfg.sovURL, cfg.sovKey
+		if tr.Name == sovereignGov {
+			base, key = cfg.govURL, cfg.govKey
+		}
+		lc.Recorded, lc.Error = countRecords(ctx, base, key, lc.Sent, log.began)
+		if tr.Name == sovereign {
+			rep.SovereignLog = lc
+		} else {
+			rep.GovernedLog = lc
+		}
+		log.printf("%s request log: %d records for %d requests sent", tr.Name, lc.Recorded, lc.Sent)
 	}
 	rep.DurationS = math.Round(time.Since(log.began).Seconds()*10) / 10
 	return rep
 }
 
-// countRecords reads how many records Sovereign's request log holds since
-// start (GET /v1/usage, summed over teams), waiting up to 10 s for the
-// writer to catch up with want.
-func countRecords(ctx context.Context, cfg config, want int64, start time.Time) (int64, string) {
+// countRecords reads how many records the request log of the Sovereign
+// server at base holds since start (GET /v1/usage, summed over teams),
+// waiting up to 10 s for the writer to catch up with want.
+func countRecords(ctx context.Context, base, key string, want int64, start time.Time) (int64, string) {
 	var n int64
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/v1/usage?group_by=team&since=%d", cfg.sovURL, start.Add(-time.Second).Unix()), nil)
-		req.Header.Set("Authorization", "Bearer "+cfg.sovKey)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/v1/usage?group_by=team&since=%d", base, start.Add(-time.Second).Unix()), nil)
+		req.Header.Set("Authorization", "Bearer "+key)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return n, err.Error()
@@ -1012,10 +1071,18 @@ func measure(ctx context.Context, t *target, m *mode, cfg config, base *ModeRepo
 	isDirect := t.name == direct
 	pid := cfg.pids[t.name]
 	cpu0, cpuOK := cpuTime(pid)
+	redisPID := 0
+	if t.name == sovereignGov {
+		redisPID = cfg.redisPID
+	}
+	redis0, redisOK := cpuTime(redisPID)
 	defer func() {
 		mr.Requests = t.sent.Load()
 		if cpu1, ok := cpuTime(pid); ok && cpuOK && mr.Requests > 0 {
 			mr.CPUMsPerReq = ptr(durMs(int64(cpu1-cpu0)) / float64(mr.Requests))
+		}
+		if redis1, ok := cpuTime(redisPID); ok && redisOK && mr.Requests > 0 {
+			mr.RedisCPUMsPerReq = ptr(durMs(int64(redis1-redis0)) / float64(mr.Requests))
 		}
 	}()
 	log.printf("%s %s: concurrency 1", t.name, m.name)
@@ -1496,6 +1563,69 @@ func writeMarkdown(w io.Writer, r *Report, cfg config) bool {
 		}
 	}
 
+	// The cost of governance: the governed Sovereign minus the plain one,
+	// same mode, same run.
+	r.GovernanceCost = nil
+	for _, mname := range cfg.modes {
+		g, s := r.mode(sovereignGov, mname), sovModes[mname]
+		if g == nil || s == nil {
+			continue
+		}
+		r.GovernanceCost = append(r.GovernanceCost, GovCost{Mode: mname, Point: "c=1", P50Ms: ptr(g.C1.P50Ms - s.C1.P50Ms), P99Ms: ptr(g.C1.P99Ms - s.C1.P99Ms)})
+		for _, rate := range cfg.rates {
+			gs, gok := findStep(g.Rates, rate)
+			ss, sok := findStep(s.Rates, rate)
+			if gok && sok {
+				r.GovernanceCost = append(r.GovernanceCost, GovCost{Mode: mname, Point: fmt.Sprintf("%d RPS", rate), P50Ms: sub(gs.P50Ms, ss.P50Ms), P99Ms: sub(gs.P99Ms, ss.P99Ms)})
+			}
+		}
+	}
+	if len(r.GovernanceCost) > 0 {
+		fmt.Fprintf(w, "\nGovernance cost: %s minus Sovereign, same mode, same run (ms, p50 / p99; equally the difference of their added latencies; \"overload\": either was overloaded there). "+
+			"Sovereign keeps its request log (it cannot be turned off) and has no limit rules, no policies and no Redis; %s has, besides, %s. "+
+			"CPU: the governed server's CPU ms per request minus the plain one's; Redis: the Redis server's CPU ms per governed request.\n\n",
+			displayName[sovereignGov], displayName[sovereignGov], govDescription(cfg.govConfig))
+		fmt.Fprintf(w, "| governance cost | mode | c=1 |")
+		for _, rate := range cfg.rates {
+			fmt.Fprintf(w, " %d RPS |", rate)
+		}
+		fmt.Fprintf(w, " CPU ms/req | Redis CPU ms/req |\n|---|---|---|")
+		for range cfg.rates {
+			fmt.Fprintf(w, "---|")
+		}
+		fmt.Fprintf(w, "---|---|\n")
+		diff := func(x *float64) string {
+			if x == nil {
+				return "overload"
+			}
+			return fmt.Sprintf("%+.2f", *x)
+		}
+		for _, mname := range cfg.modes {
+			g, s := r.mode(sovereignGov, mname), sovModes[mname]
+			if g == nil || s == nil {
+				continue
+			}
+			fmt.Fprintf(w, "| %s − Sovereign | %s |", displayName[sovereignGov], mname)
+			for _, point := range append([]string{"c=1"}, mapInts(cfg.rates, func(r int) string { return fmt.Sprintf("%d RPS", r) })...) {
+				c := "-"
+				for _, gc := range r.GovernanceCost {
+					if gc.Mode == mname && gc.Point == point {
+						c = diff(gc.P50Ms) + " / " + diff(gc.P99Ms)
+					}
+				}
+				fmt.Fprintf(w, " %s |", c)
+			}
+			cpu, redis := "-", "-"
+			if g.CPUMsPerReq != nil && s.CPUMsPerReq != nil {
+				cpu = fmt.Sprintf("%+.3f", *g.CPUMsPerReq-*s.CPUMsPerReq)
+			}
+			if g.RedisCPUMsPerReq != nil {
+				redis = fmt.Sprintf("%.3f", *g.RedisCPUMsPerReq)
+			}
+			fmt.Fprintf(w, " %s | %s |\n", cpu, redis)
+		}
+	}
+
 	// Checks.
 	r.Checks = nil
 	check := func(name, value, target string, ok bool) {
@@ -1550,14 +1680,47 @@ func writeMarkdown(w io.Writer, r *Report, cfg config) bool {
 			check(name, fmt.Sprintf("%.3f ms", d), "<= 0.100 ms", d <= 0.1)
 		}
 	}
-	if lc := r.SovereignLog; lc != nil {
+	if r.target(sovereignGov) != nil {
+		name := fmt.Sprintf("Governance cost: %s p99 − Sovereign p99 at %d RPS, non-streamed", displayName[sovereignGov], cfg.checkRate)
+		target := fmt.Sprintf("<= %.2f ms", durMs(int64(cfg.checkGovP99)))
+		g, s := r.mode(sovereignGov, "non-stream"), sov
+		var gs, ss Step
+		gok, sok := false, false
+		if g != nil {
+			gs, gok = findStep(g.Rates, cfg.checkRate)
+		}
+		if s != nil {
+			ss, sok = findStep(s.Rates, cfg.checkRate)
+		}
+		switch {
+		case !gok:
+			check(name, displayName[sovereignGov]+" not measured", target, false)
+		case !sok:
+			check(name, "Sovereign not measured", target, false)
+		case gs.P99Ms == nil:
+			check(name, displayName[sovereignGov]+" overloaded", target, false)
+		case ss.P99Ms == nil:
+			check(name, "Sovereign overloaded", target, false)
+		default:
+			d := *gs.P99Ms - *ss.P99Ms
+			check(name, fmt.Sprintf("%.3f ms (%.3f − %.3f)", d, *gs.P99Ms, *ss.P99Ms), target, d <= durMs(int64(cfg.checkGovP99)))
+		}
+	}
+	for _, l := range []struct {
+		name string
+		lc   *LogCount
+	}{{sovereign, r.SovereignLog}, {sovereignGov, r.GovernedLog}} {
+		lc := l.lc
+		if lc == nil {
+			continue
+		}
 		// Every request sent leaves a record; the usage reads themselves
 		// may add a few more.
 		value := fmt.Sprintf("%d records for %d requests", lc.Recorded, lc.Sent)
 		if lc.Error != "" {
 			value = lc.Error
 		}
-		check("Sovereign's request log keeps a record of every request", value, "records ≥ requests sent", lc.Error == "" && lc.Recorded >= lc.Sent)
+		check(displayName[l.name]+"'s request log keeps a record of every request", value, "records ≥ requests sent", lc.Error == "" && lc.Recorded >= lc.Sent)
 	}
 	for _, gw := range []string{litellm, portkey} {
 		if r.target(gw) == nil {
@@ -1608,6 +1771,29 @@ func writeMarkdown(w io.Writer, r *Report, cfg config) bool {
 		fmt.Fprintf(w, "\nRESULT: FAIL (see lines marked FAIL)\n")
 	}
 	return r.Pass
+}
+
+// govDescription says what the governed Sovereign has set up, for the
+// report (run.sh configures it; see bench/README.md).
+func govDescription(what string) string {
+	switch what {
+	case "limits":
+		return "limit rules (requests and tokens per minute, concurrent requests; tokens per day on the team) on its key, its team and the model, kept in Redis, and no policies"
+	case "policies":
+		return "three input policies (deployment: PII detection, flag on card or IBAN; team: a model allow-list; key: a max_tokens bound) and no limit rules (Redis configured but unused)"
+	case "none":
+		return "Redis configured but no limit rules and no policies (a control: the two servers differ only by noise)"
+	}
+	return "limit rules (requests and tokens per minute, concurrent requests; tokens per day on the team) on its key, its team and the model, kept in Redis, " +
+		"and three input policies (deployment: PII detection, flag on card or IBAN; team: a model allow-list; key: a max_tokens bound), none of which ever refuses a bench request"
+}
+
+func mapInts(xs []int, f func(int) string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return out
 }
 
 func joinInts(xs []int) string {

@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
 # bench/gateway/run.sh: the latency that Sovereign, LiteLLM's proxy and
 # Portkey's gateway each add in front of the same fast mock OpenAI upstream,
-# measured in one run of one load generator against all four paths.
+# measured in one run of one load generator against all the paths; and what
+# Sovereign's governance (limits in Redis, policies) adds, as a second
+# Sovereign server with both set up, against the plain one.
 #
 #   bench/gateway/run.sh            # or: make bench-gateway
 #
 # Environment (all optional):
 #   SOVEREIGN_BIN           Sovereign binary (default: bin/sovereign; build it with make build)
-#   BENCH_TARGETS           comma-separated subset of direct,sovereign,litellm,portkey
-#                           (default: all four; direct is always measured, it is the baseline)
+#   BENCH_TARGETS           comma-separated subset of
+#                           direct,sovereign,sovereign-governed,litellm,portkey
+#                           (default: all five; direct is always measured, it is the baseline)
+#   BENCH_GOV               what the governed Sovereign sets up: all (default: limit rules
+#                           in Redis and three policies), limits, policies or none
 #   BENCH_MOCK_PORT         the mock upstream's port on 127.0.0.1 (default: 18190)
 #   BENCH_SOVEREIGN_PORT    Sovereign's port (default: 18191)
 #   BENCH_LITELLM_PORT      LiteLLM's port (default: 18192)
 #   BENCH_PORTKEY_PORT      Portkey's port (default: 18193)
+#   BENCH_SOVEREIGN_GOV_PORT  the governed Sovereign's port (default: 18194)
 #   BENCH_OUT               results, configs and logs (default: bench/out)
 #   BENCH_LITELLM_VERSION   litellm[proxy] version for bench/.venv (default: 1.100.5)
 #   BENCH_LITELLM_WORKERS   LiteLLM's --num_workers (default: 1, its own default)
@@ -28,11 +34,13 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 
 SOVEREIGN_BIN="${SOVEREIGN_BIN:-bin/sovereign}"
-TARGETS="${BENCH_TARGETS:-direct,sovereign,litellm,portkey}"
+TARGETS="${BENCH_TARGETS:-direct,sovereign,sovereign-governed,litellm,portkey}"
+GOV="${BENCH_GOV:-all}"
 MOCK_PORT="${BENCH_MOCK_PORT:-18190}"
 SOV_PORT="${BENCH_SOVEREIGN_PORT:-18191}"
 LITE_PORT="${BENCH_LITELLM_PORT:-18192}"
 PK_PORT="${BENCH_PORTKEY_PORT:-18193}"
+GOV_PORT="${BENCH_SOVEREIGN_GOV_PORT:-18194}"
 OUT="${BENCH_OUT:-bench/out}"
 LITE_VERSION="${BENCH_LITELLM_VERSION:-1.100.5}"
 LITE_WORKERS="${BENCH_LITELLM_WORKERS:-1}"
@@ -56,21 +64,25 @@ for t in "${requested[@]}"; do
 	t="${t// /}"
 	case "$t" in
 	"" | direct) ;;
-	sovereign | litellm | portkey) want+=("$t") ;;
-	*) die "BENCH_TARGETS: unknown target '$t' (want direct, sovereign, litellm, portkey)" ;;
+	sovereign | sovereign-governed | litellm | portkey) want+=("$t") ;;
+	*) die "BENCH_TARGETS: unknown target '$t' (want direct, sovereign, sovereign-governed, litellm, portkey)" ;;
 	esac
 done
 wants() { [[ " ${want[*]} " == *" $1 "* ]]; }
 TARGET_LIST="direct"
 for t in "${want[@]}"; do TARGET_LIST+=",$t"; done
 
-for v in MOCK_PORT SOV_PORT LITE_PORT PK_PORT LITE_WORKERS MOCK_PROCS LOADGEN_PROCS READY_TIMEOUT; do
+case "$GOV" in
+all | limits | policies | none) ;;
+*) die "BENCH_GOV: unknown value '$GOV' (want all, limits, policies or none)" ;;
+esac
+for v in MOCK_PORT SOV_PORT GOV_PORT LITE_PORT PK_PORT LITE_WORKERS MOCK_PROCS LOADGEN_PROCS READY_TIMEOUT; do
 	[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer"
 done
 command -v go >/dev/null || die "go is not on PATH"
 command -v curl >/dev/null || die "curl is not on PATH"
-if wants sovereign && [[ ! -x "$SOVEREIGN_BIN" ]]; then
-	die "$SOVEREIGN_BIN not found: build it first (make build), or set SOVEREIGN_BIN, or leave sovereign out of BENCH_TARGETS"
+if { wants sovereign || wants sovereign-governed; } && [[ ! -x "$SOVEREIGN_BIN" ]]; then
+	die "$SOVEREIGN_BIN not found: build it first (make build), or set SOVEREIGN_BIN, or leave sovereign and sovereign-governed out of BENCH_TARGETS"
 fi
 if wants portkey; then
 	command -v node >/dev/null || die "node is not on PATH (needed for Portkey's gateway; or leave portkey out of BENCH_TARGETS)"
@@ -131,6 +143,8 @@ go build -o "$MOCK" ./bench/gateway/mockupstream
 # --- servers: all up together for the one run, all stopped on exit
 PIDS=()
 TMP_DATA=""
+TMP_GOV=""
+REDIS_DIR=""
 stop_all() {
 	local pid
 	for pid in "${PIDS[@]}"; do
@@ -145,7 +159,10 @@ stop_all() {
 		wait "$pid" 2>/dev/null || true
 	done
 	PIDS=()
+	# Redis after the servers that use it.
+	[[ -z "$REDIS_DIR" ]] || bash scripts/redis-test.sh stop "$REDIS_DIR" >/dev/null 2>&1 || true
 	[[ -z "$TMP_DATA" ]] || rm -rf "$TMP_DATA"
+	[[ -z "$TMP_GOV" ]] || rm -rf "$TMP_GOV"
 }
 trap stop_all EXIT
 trap 'exit 130' INT TERM
@@ -217,11 +234,9 @@ NOTE+="Mock upstream: Go, GOMAXPROCS=$MOCK_PROCS. "
 gen_args=(-targets "$TARGET_LIST" -mock-url "$MOCK_URL" -mock-pid "${PIDS[-1]}" -procs "$LOADGEN_PROCS")
 
 # Sovereign: its defaults (auth, routing, metrics, one JSON request-log line
-# per request on stderr, here into a file), a fresh data dir, one upstream
-# model.
-if wants sovereign; then
-	TMP_DATA="$(mktemp -d "${TMPDIR:-/tmp}/sovereign-gwbench-XXXXXXXX")"
-	SOV_KEY="sk-sov-bench-$(randstr 32)"
+# per request on stderr, here into a file, the request log in its database),
+# a fresh data dir, one upstream model; no limit rules, no policies, no Redis.
+if wants sovereign || wants sovereign-governed; then
 	cat >"$OUT/gateway-sovereign.yaml" <<-EOF
 		models:
 		  - id: mock
@@ -230,13 +245,136 @@ if wants sovereign; then
 		    upstream_model: mock
 		    capabilities: [chat, tools, vision]
 	EOF
+fi
+if wants sovereign; then
+	TMP_DATA="$(mktemp -d "${TMPDIR:-/tmp}/sovereign-gwbench-XXXXXXXX")"
+	SOV_KEY="sk-sov-bench-$(randstr 32)"
 	start "Sovereign" "$SOV_PORT" "$OUT/gateway-sovereign.log" -- \
-		env SOVEREIGN_ADDR="127.0.0.1:$SOV_PORT" SOVEREIGN_DATA_DIR="$TMP_DATA" \
+		env -u SOVEREIGN_REDIS_URL SOVEREIGN_ADDR="127.0.0.1:$SOV_PORT" SOVEREIGN_DATA_DIR="$TMP_DATA" \
 		SOVEREIGN_BOOTSTRAP_KEY="$SOV_KEY" \
 		"$SOVEREIGN_BIN" serve --config "$OUT/gateway-sovereign.yaml"
 	wait_ready "Sovereign" "http://127.0.0.1:$SOV_PORT/readyz" "$OUT/gateway-sovereign.log"
 	gen_args+=(-sovereign-url "http://127.0.0.1:$SOV_PORT" -sovereign-key "$SOV_KEY" -sovereign-pid "${PIDS[-1]}")
 	NOTE+="Sovereign: $("$SOVEREIGN_BIN" version 2>/dev/null || echo "$SOVEREIGN_BIN"), defaults (auth, metrics, request log to a file; GOMAXPROCS and GOGC unset, so the server takes half the CPUs and GOGC=400). "
+fi
+
+# gov_api METHOD PATH [JSON]: one admin call to the governed Sovereign; the
+# response body on stdout, or the body and a stop on a non-2xx answer.
+gov_api() {
+	local method="$1" path="$2" body="${3:-}" resp code
+	local args=(-sS --max-time 10 -X "$method" -H "Authorization: Bearer $GOV_KEY" -w '\n%{http_code}')
+	[[ -z "$body" ]] || args+=(-H 'Content-Type: application/json' --data "$body")
+	resp="$(curl "${args[@]}" "$GOV_URL$path")" || die "$method $path on the governed Sovereign: curl failed"
+	code="${resp##*$'\n'}"
+	resp="${resp%$'\n'*}"
+	[[ "$code" == 2?? ]] || die "$method $path on the governed Sovereign: HTTP $code: $resp"
+	printf '%s' "$resp"
+}
+
+# gov_chat MAX_TOKENS CONTENT [curl args...]: one chat completion through the
+# governed Sovereign; prints the HTTP status and writes the body to
+# $TMP_GOV/probe.json.
+gov_chat() {
+	local max="$1" content="$2"
+	shift 2
+	curl -sS --max-time 10 -o "$TMP_GOV/probe.json" -w '%{http_code}' "$@" \
+		-H "Authorization: Bearer $GOV_KEY" -H 'Content-Type: application/json' \
+		--data '{"model":"mock","messages":[{"role":"user","content":"'"$content"'"}],"max_tokens":'"$max"'}' \
+		"$GOV_URL/v1/chat/completions" || true
+}
+
+# Sovereign (governed): the same binary and model config on its own port and
+# data dir, with SOVEREIGN_REDIS_URL pointing at a Redis server of its own
+# (scripts/redis-test.sh: 127.0.0.1, no persistence), then, through its
+# admin API (BENCH_GOV):
+#   limits   - rules on the bench key's team (requests and tokens per minute,
+#              concurrent requests, tokens per day), on the key and on the
+#              model "mock" (requests and tokens per minute, concurrent
+#              requests), all far above what the bench sends, so that every
+#              request takes the real Redis round trips (six GCRA checks, three
+#              leases and a budget to admit it; refunds, the budget and the
+#              leases to settle it) and none is refused;
+#   policies - three input policies, all evaluated on every request, none of
+#              which ever denies a bench request: deployment, flag when
+#              "card" in pii || "iban" in pii (PII detection on every prompt);
+#              team, deny when !(model in ["mock"]) (a model allow-list); key,
+#              deny when max_tokens > 100000.
+# Both run after the server is ready and are probed before the run.
+if wants sovereign-governed; then
+	TMP_GOV="$(mktemp -d "${TMPDIR:-/tmp}/sovereign-gwbench-gov-XXXXXXXX")"
+	REDIS_DIR="$TMP_GOV/redis"
+	log "starting Redis for the governed Sovereign (scripts/redis-test.sh, in $REDIS_DIR)"
+	redis_env="$(bash scripts/redis-test.sh start "$REDIS_DIR")" || die "could not start Redis (scripts/redis-test.sh)"
+	eval "$redis_env"
+	REDIS_URL="$SOVEREIGN_TEST_REDIS_URL"
+	unset SOVEREIGN_TEST_REDIS_URL
+	REDIS_PID="$(cat "$REDIS_DIR/pid")"
+	GOV_KEY="sk-sov-bench-$(randstr 32)"
+	GOV_URL="http://127.0.0.1:$GOV_PORT"
+	mkdir -p "$TMP_GOV/data"
+	start "Sovereign (governed)" "$GOV_PORT" "$OUT/gateway-sovereign-governed.log" -- \
+		env SOVEREIGN_ADDR="127.0.0.1:$GOV_PORT" SOVEREIGN_DATA_DIR="$TMP_GOV/data" \
+		SOVEREIGN_BOOTSTRAP_KEY="$GOV_KEY" SOVEREIGN_REDIS_URL="$REDIS_URL" \
+		"$SOVEREIGN_BIN" serve --config "$OUT/gateway-sovereign.yaml"
+	wait_ready "Sovereign (governed)" "$GOV_URL/readyz" "$OUT/gateway-sovereign-governed.log"
+	GOV_SERVER_PID="${PIDS[-1]}"
+
+	# The bench key is the bootstrap key, the only key of a fresh store; its
+	# team is the bootstrap team.
+	keys="$(gov_api GET /v1/keys)"
+	GOV_KEY_ID="$(grep -o '"id":"key_[A-Za-z0-9]*"' <<<"$keys" | cut -d'"' -f4)"
+	GOV_TEAM_ID="$(grep -o '"team_id":"team_[A-Za-z0-9]*"' <<<"$keys" | cut -d'"' -f4)"
+	[[ "$GOV_KEY_ID" =~ ^key_[A-Za-z0-9]+$ && "$GOV_TEAM_ID" =~ ^team_[A-Za-z0-9]+$ ]] ||
+		die "GET /v1/keys on the governed Sovereign: expected one key and its team, got: $keys"
+	gov_what=""
+	if [[ "$GOV" == all || "$GOV" == limits ]]; then
+		big='"requests_per_minute":100000000,"tokens_per_minute":100000000,"concurrent_requests":100000'
+		gov_api PUT "/v1/limits/rules/team/$GOV_TEAM_ID" "{$big,\"tokens_per_day\":1000000000000}" >/dev/null
+		gov_api PUT "/v1/limits/rules/key/$GOV_KEY_ID" "{$big}" >/dev/null
+		gov_api PUT "/v1/limits/rules/model/mock" "{$big}" >/dev/null
+		gov_what+="limit rules in Redis $(redis-server --version | grep -o 'v=[0-9.]*' | cut -c3-) on its team (1e8 requests and tokens per minute, 1e5 concurrent, 1e12 tokens per day), its key and the model (1e8 requests and tokens per minute, 1e5 concurrent); "
+	fi
+	if [[ "$GOV" == all || "$GOV" == policies ]]; then
+		gov_api POST /v1/policies '{"name":"bench-pii","description":"bench: PII detection on every prompt","scope":"deployment",
+			"rules":[{"name":"payment-data","stage":"input","when":"\"card\" in pii || \"iban\" in pii","action":"flag","reason":"payment data in a prompt"}]}' >/dev/null
+		gov_api POST /v1/policies '{"name":"bench-model-allowlist","description":"bench: the models this team may use","scope":"team","scope_id":"'"$GOV_TEAM_ID"'",
+			"rules":[{"name":"allowed-models","stage":"input","when":"!(model in [\"mock\"])","action":"deny","reason":"this team may only use the models on its list"}]}' >/dev/null
+		gov_api POST /v1/policies '{"name":"bench-max-tokens","description":"bench: a bound on the answer length","scope":"key","scope_id":"'"$GOV_KEY_ID"'",
+			"rules":[{"name":"output-bound","stage":"input","when":"max_tokens > 100000","action":"deny","reason":"max_tokens may not exceed 100000"}]}' >/dev/null
+		gov_what+="three input policies: deployment, flag on \"card\" in pii || \"iban\" in pii; team, deny on !(model in [\"mock\"]); key, deny on max_tokens > 100000; "
+	fi
+
+	# Probes: what was set up is in force (policies apply within 2 s).
+	if [[ "$GOV" == all || "$GOV" == policies ]]; then
+		deadline=$((SECONDS + 10))
+		until [[ "$(gov_chat 100001 hi)" == 403 ]] && grep -q policy_violation "$TMP_GOV/probe.json"; do
+			((SECONDS < deadline)) || die "the governed Sovereign does not apply the key's max_tokens policy after 10 s: $(cat "$TMP_GOV/probe.json")"
+			sleep 0.2
+		done
+		[[ "$(gov_chat 8 'my card is 4111 1111 1111 1111')" == 200 ]] || die "a prompt with a card number was not answered 200: $(cat "$TMP_GOV/probe.json")"
+		deadline=$((SECONDS + 10))
+		until gov_api GET "/v1/policy_decisions?rule=payment-data" | grep -q '"action":"flag"'; do
+			((SECONDS < deadline)) || die "the governed Sovereign recorded no flag for a card number after 10 s"
+			sleep 0.2
+		done
+		log "Sovereign (governed): policies in force (max_tokens bound denies, a card number is flagged)"
+	fi
+	if [[ "$GOV" == all || "$GOV" == limits ]]; then
+		[[ "$(gov_chat 8 hi -D "$TMP_GOV/probe.headers")" == 200 ]] || die "a plain request to the governed Sovereign failed: $(cat "$TMP_GOV/probe.json")"
+		grep -qi '^x-ratelimit-limit-requests: 100000000' "$TMP_GOV/probe.headers" ||
+			die "the governed Sovereign's answer carries no x-ratelimit headers of the bench's rules: $(cat "$TMP_GOV/probe.headers")"
+		if command -v redis-cli >/dev/null; then
+			n="$(redis-cli -u "$REDIS_URL" dbsize)"
+			((n > 0)) || die "the governed Sovereign's limits left nothing in Redis"
+		fi
+		log "Sovereign (governed): limits in force, in Redis (x-ratelimit headers on the answer)"
+	fi
+	# The probes' records fall before the window the load generator's
+	# record count reads (from a second before it starts).
+	sleep 3
+	gen_args+=(-sovereign-gov-url "$GOV_URL" -sovereign-gov-key "$GOV_KEY" -sovereign-gov-pid "$GOV_SERVER_PID"
+		-redis-pid "$REDIS_PID" -sovereign-gov-config "$GOV")
+	NOTE+="Sovereign (governed): the same binary, model config and defaults on its own port and data dir, SOVEREIGN_REDIS_URL set; BENCH_GOV=$GOV: ${gov_what:-nothing set up; }no rule or policy refuses a bench request. "
 fi
 
 # LiteLLM: the proxy as its docs start it (litellm --config), with a master
@@ -283,5 +421,11 @@ if wants portkey; then
 fi
 
 check_load
-log "measuring $TARGET_LIST (about 4-5 minutes for all four)"
-"$GEN" "${gen_args[@]}" -note "$NOTE" -md-out "$OUT/gateway.md" -json-out "$OUT/gateway.json" "${EXTRA_ARGS[@]}"
+log "measuring $TARGET_LIST (about 5-6 minutes for all five)"
+rc=0
+"$GEN" "${gen_args[@]}" -note "$NOTE" -md-out "$OUT/gateway.md" -json-out "$OUT/gateway.json" "${EXTRA_ARGS[@]}" || rc=$?
+# What the governed requests asked of Redis (calls per command, µs per call).
+if [[ -n "$REDIS_DIR" ]] && command -v redis-cli >/dev/null; then
+	redis-cli -u "$REDIS_URL" info commandstats >"$OUT/gateway-redis-commandstats.txt" 2>&1 || true
+fi
+exit "$rc"

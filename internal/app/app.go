@@ -170,12 +170,26 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 		return nil, fmt.Errorf("policies: %w", err)
 	}
 	a.closers = append(a.closers, a.Policies.Close)
+	capture, err := records.NewCapture(ctx, func(ctx context.Context) ([]string, error) {
+		teams, err := a.Keys.ListTeams(ctx)
+		var ids []string
+		for _, t := range teams {
+			if t.Capture {
+				ids = append(ids, t.ID)
+			}
+		}
+		return ids, err
+	}, 0, log)
+	if err != nil {
+		return nil, fmt.Errorf("records: %w", err)
+	}
+	a.closers = append(a.closers, capture.Close)
 	srcs := sources.New(a.DB, a.Catalog, DefaultEmbeddingModel, log)
 	a.API = &httpapi.Server{
 		Models: a.Catalog, Auth: a.Keys, Keys: a.Keys, Metrics: a.Metrics, Log: log, MaxBody: cfg.MaxBodyBytes,
 		Sources: srcs, Answers: &answers.Service{Store: srcs}, Extract: ExtractFile,
 		DefaultEmbeddingModel: DefaultEmbeddingModel, DefaultRerankModel: a.RerankModel,
-		Responses: a.DB, Records: a.Records, RecordStore: a.DB, Limits: a.Limits, Policies: a.Policies,
+		Responses: a.DB, Records: a.Records, RecordStore: a.DB, Limits: a.Limits, Policies: a.Policies, Capture: capture,
 		Ready: func(ctx context.Context) error {
 			select {
 			case <-a.shuttingDown:

@@ -19,6 +19,7 @@ type fakeStore struct {
 	GetTeamByNameFn func(ctx context.Context, name string) (Team, error)
 	ListTeamsFn     func(ctx context.Context) ([]Team, error)
 	DeleteTeamFn    func(ctx context.Context, id string) error
+	SetCaptureFn    func(ctx context.Context, id string, on bool) error
 	CreateKeyFn     func(ctx context.Context, k Key) error
 	GetKeyFn        func(ctx context.Context, id string) (Key, error)
 	GetKeyByHashFn  func(ctx context.Context, hash []byte) (Key, error)
@@ -58,6 +59,13 @@ func (f *fakeStore) ListTeams(ctx context.Context) ([]Team, error) {
 		f.missing("ListTeams")
 	}
 	return f.ListTeamsFn(ctx)
+}
+
+func (f *fakeStore) SetTeamCapture(ctx context.Context, id string, on bool) error {
+	if f.SetCaptureFn == nil {
+		f.missing("SetTeamCapture")
+	}
+	return f.SetCaptureFn(ctx, id, on)
 }
 
 func (f *fakeStore) DeleteTeam(ctx context.Context, id string) error {

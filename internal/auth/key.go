@@ -16,6 +16,9 @@ type Team struct {
 	ID        string    // "team_" + 22 base62 characters
 	Name      string    // unique, 1–100 characters
 	CreatedAt time.Time // UTC
+	// Capture says the team's requests keep their prompt and output text
+	// in the request log (off by default; docs/records.md).
+	Capture bool
 }
 
 // Key is an API key's stored record. The secret itself is never stored:

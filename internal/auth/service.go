@@ -25,6 +25,9 @@ type KeyStore interface {
 	GetTeamByName(ctx context.Context, name string) (Team, error)
 	// ListTeams returns every team, oldest first.
 	ListTeams(ctx context.Context) ([]Team, error)
+	// SetTeamCapture switches whether a team's requests keep their prompt
+	// and output text (ErrNotFound).
+	SetTeamCapture(ctx context.Context, id string, on bool) error
 	// DeleteTeam removes a team that owns no keys (ErrNotFound; ErrConflict
 	// when keys, even revoked ones, still belong to it).
 	DeleteTeam(ctx context.Context, id string) error
@@ -167,6 +170,15 @@ func (s *Service) CreateTeam(ctx context.Context, name string) (Team, error) {
 		return Team{}, fmt.Errorf("create team %q: %w", name, err)
 	}
 	return t, nil
+}
+
+// SetTeamCapture switches the capture of a team's prompts and outputs and
+// returns the team. Errors: ErrNotFound or a store error.
+func (s *Service) SetTeamCapture(ctx context.Context, id string, on bool) (Team, error) {
+	if err := s.Store.SetTeamCapture(ctx, id, on); err != nil {
+		return Team{}, err
+	}
+	return s.Store.GetTeam(ctx, id)
 }
 
 // GetTeam returns the team with id. Errors: ErrNotFound or a store error.

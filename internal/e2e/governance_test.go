@@ -224,6 +224,15 @@ func TestPolicies(t *testing.T) {
 		t.Fatalf("audit event: %+v", flags[0])
 	}
 
+	// The team captures prompts and outputs from now on: records keep
+	// them, redacted as the model and the client saw them.
+	e.jsonWith(keyA, "PATCH", "/v1/teams/"+teamA, map[string]any{"capture": true}, 403)
+	e.json("PATCH", "/v1/teams/team_nope", map[string]any{"capture": true}, 404)
+	e.json("PATCH", "/v1/teams/"+teamA, map[string]any{}, 400)
+	if tm := e.json("PATCH", "/v1/teams/"+teamA, map[string]any{"capture": true}, 200); tm["capture"] != true {
+		t.Fatalf("team: %v", tm)
+	}
+
 	// The answer streams back with an email split across chunks.
 	events := []string{
 		`data: {"id":"c","object":"chat.completion.chunk","created":7,"model":"mock","choices":[{"index":0,"delta":{"role":"assistant","content":"Write to jane.d"},"finish_reason":null}]}`,
@@ -233,7 +242,13 @@ func TestPolicies(t *testing.T) {
 		`data: [DONE]`,
 	}
 	up.SetScript(&upstreamtest.Script{Events: events})
-	resp = e.request(keyA, "POST", "/v1/chat/completions", map[string]any{"model": "up", "stream": true, "messages": []map[string]any{{"role": "user", "content": "who?"}}})
+	req, _ := http.NewRequest("POST", e.url+"/v1/chat/completions", strings.NewReader(`{"model": "up", "stream": true, "messages": [{"role": "user", "content": "who is `+secret+`?"}]}`))
+	req.Header.Set("Authorization", "Bearer "+keyA)
+	req.Header.Set("X-Request-Id", "req-captured")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
 	chunks, done := sseEvents(t, resp.Body)
 	resp.Body.Close()
 	text, _ := streamText(chunks)
@@ -249,17 +264,31 @@ func TestPolicies(t *testing.T) {
 	}
 	up.SetScript(nil)
 
+	// The captured record: prompt and output, both redacted.
+	var rec map[string]any
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		r := e.request(readerA, "GET", "/v1/logs/req-captured", nil)
+		json.NewDecoder(r.Body).Decode(&rec)
+		r.Body.Close()
+		if r.StatusCode == 200 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if rec["prompt"] != "who is [REDACTED:email]?\n" || rec["output"] != "Write to [REDACTED:email] please." {
+		t.Fatalf("captured record: prompt %q output %q", rec["prompt"], rec["output"])
+	}
+
 	// Decisions: the team's auditor sees them, without the matched text;
 	// another team sees none, and another team's id is a 404.
 	var ds []any
 	for deadline := time.Now().Add(5 * time.Second); ; {
 		ds = e.jsonWith(readerA, "GET", "/v1/policy_decisions?policy_id="+pol["id"].(string), nil, 200)["data"].([]any)
-		if len(ds) >= 4 || time.Now().After(deadline) {
+		if len(ds) >= 5 || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if len(ds) != 4 {
+	if len(ds) != 5 {
 		t.Fatalf("decisions: %v", ds)
 	}
 	all, _ := json.Marshal(ds)

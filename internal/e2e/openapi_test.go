@@ -762,7 +762,7 @@ func TestOpenAPIInferenceResponsesMatch(t *testing.T) {
 var pendingLiveChecks = append([]string{
 	"createEmbedding",
 	"getReadiness", "getMetrics",
-	"createKey", "listKeys", "retrieveKey", "revokeKey", "rotateKey", "createTeam", "listTeams",
+	"createKey", "listKeys", "retrieveKey", "revokeKey", "rotateKey", "createTeam", "listTeams", "updateTeam",
 }, catalogOperations...) // the admin lines are checked by TestOpenAPIAdminResponsesMatch, the catalog by TestOpenAPIModelCatalogResponsesMatch
 
 // TestOpenAPIEmbeddingsMatch checks embeddings (float and base64, with and
@@ -872,6 +872,10 @@ func TestOpenAPIAdminResponsesMatch(t *testing.T) {
 	c := newSpecChecker(t, loadSpec(t), e)
 	team := c.call("POST", "/v1/teams", map[string]any{"name": "ops"}).json(t)
 	c.call("GET", "/v1/teams", nil)
+	if tm := c.call("PATCH", "/v1/teams/"+team["id"].(string), map[string]any{"capture": true}).json(t); tm["capture"] != true {
+		t.Fatalf("capture: %v", tm)
+	}
+	c.call("PATCH", "/v1/teams/team_doesnotexist", map[string]any{"capture": false}) // 404
 	k := c.call("POST", "/v1/keys", map[string]any{"name": "svc", "team_id": team["id"], "scopes": []string{"inference"}, "expires_in": 3600}).json(t)
 	id, _ := k["id"].(string)
 	if id == "" || k["key"] == nil {
@@ -885,7 +889,7 @@ func TestOpenAPIAdminResponsesMatch(t *testing.T) {
 	c.call("POST", "/v1/teams", map[string]any{"name": "ops"}) // 409
 	c.call("GET", "/readyz", nil)
 	c.call("GET", "/metrics", nil)
-	admin := []string{"createKey", "listKeys", "retrieveKey", "revokeKey", "rotateKey", "createTeam", "listTeams", "getReadiness", "getMetrics"}
+	admin := []string{"createKey", "listKeys", "retrieveKey", "revokeKey", "rotateKey", "createTeam", "listTeams", "updateTeam", "getReadiness", "getMetrics"}
 	if missing := c.uncovered(operationsExcept(c.doc, admin...)...); len(missing) > 0 {
 		t.Errorf("admin operations no check exercised: %v", missing)
 	}

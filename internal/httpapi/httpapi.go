@@ -57,6 +57,9 @@ type Server struct {
 	// Limits, when set, enforces rate limits and quotas on inference
 	// routes and serves /v1/limits.
 	Limits Limiter
+	// Capture says which teams' records keep prompts and outputs (nil:
+	// none).
+	Capture CaptureSet
 	// Policies, when set, evaluates policies on inference requests and
 	// answers and serves /v1/policies and /v1/policy_decisions.
 	Policies Policies
@@ -72,6 +75,12 @@ type Server struct {
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// CaptureSet knows which teams capture their prompts and outputs.
+type CaptureSet interface {
+	Enabled(team string) bool
+	Reload(ctx context.Context) error
+}
 
 // RecordLogger takes request records; it must not block.
 type RecordLogger interface {
@@ -141,6 +150,7 @@ func (s *Server) routes() []apiRoute {
 		{"POST /v1/keys/{id}/rotate", auth.ScopeAdmin, s.rotateKey},
 		{"POST /v1/teams", auth.ScopeAdmin, s.createTeam},
 		{"GET /v1/teams", auth.ScopeAdmin, s.listTeams},
+		{"PATCH /v1/teams/{id}", auth.ScopeAdmin, s.updateTeam},
 		{"POST /v1/collections", sourcesScope, s.createCollection},
 		{"GET /v1/collections", sourcesScope, s.listCollections},
 		{"GET /v1/collections/{id}", sourcesScope, s.getCollection},

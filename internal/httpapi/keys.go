@@ -21,6 +21,7 @@ type KeyAdmin interface {
 	ListKeys(ctx context.Context, teamID string) ([]auth.Key, error)
 	Revoke(ctx context.Context, id string) (auth.Key, error)
 	Rotate(ctx context.Context, id string, grace time.Duration) (auth.Key, string, error)
+	SetTeamCapture(ctx context.Context, id string, on bool) (auth.Team, error)
 }
 
 // APIKey is the API's key object. Key holds the secret only in the
@@ -62,10 +63,34 @@ type Team struct {
 	Object    string `json:"object"`
 	Name      string `json:"name"`
 	CreatedAt int64  `json:"created_at"`
+	// Capture says the team's request records keep their prompt and
+	// output text (docs/records.md).
+	Capture bool `json:"capture"`
 }
 
 func teamObject(t auth.Team) Team {
-	return Team{ID: t.ID, Object: "team", Name: t.Name, CreatedAt: t.CreatedAt.Unix()}
+	return Team{ID: t.ID, Object: "team", Name: t.Name, CreatedAt: t.CreatedAt.Unix(), Capture: t.Capture}
+}
+
+// updateTeam is PATCH /v1/teams/{id} (admin): {"capture": true|false}.
+func (s *Server) updateTeam(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Capture *bool `json:"capture"`
+	}
+	if err := decodeStrict(r.Body, &req); err != nil {
+		return err
+	}
+	if req.Capture == nil {
+		return apierr.Invalid("capture", "'capture' is required (true or false)")
+	}
+	t, err := s.Keys.SetTeamCapture(r.Context(), r.PathValue("id"), *req.Capture)
+	if err != nil {
+		return adminError(err, "team "+r.PathValue("id"))
+	}
+	if s.Capture != nil {
+		s.Capture.Reload(r.Context())
+	}
+	return writeJSON(w, http.StatusOK, teamObject(t))
 }
 
 type createKeyRequest struct {

@@ -70,10 +70,25 @@ func peekGate(r *http.Request, p openai.Peek, output bool) gate {
 // so (nil: nothing to redact).
 func (s *Server) admit(ctx context.Context, h http.Header, m catalog.Resolved, g gate) (func(string) string, error) {
 	redact, err := s.checkInput(ctx, m, g)
-	if err != nil || s.Limits == nil {
-		return redact, err
+	if err != nil {
+		return nil, err
 	}
 	i := info(ctx)
+	if s.Capture != nil && i.key != nil && s.Capture.Enabled(i.key.TeamID) {
+		// The team keeps its prompts and outputs: the prompt as the model
+		// will see it (after the input policies' redaction); the output
+		// is collected on its way out (policyWriter).
+		text := g.text
+		if redact != nil {
+			text = redact(text)
+		}
+		i.mu.Lock()
+		i.capture, i.prompt = true, text
+		i.mu.Unlock()
+	}
+	if s.Limits == nil {
+		return redact, nil
+	}
 	if i.key == nil {
 		return redact, nil
 	}

@@ -51,6 +51,10 @@ type requestInfo struct {
 	// output, when set, is the output stage of the request's policies
 	// (policyWriter applies it to the answer).
 	output *outputPolicy
+	// capture says the team keeps prompts and outputs in its records;
+	// prompt and answer are the texts kept (redacted by its policies).
+	capture        bool
+	prompt, answer string
 }
 
 // info returns the request's info (a throwaway one outside observe).
@@ -195,6 +199,9 @@ func (s *Server) requestRecord(r *http.Request, id, route string, status int, st
 	rec := records.Record{ID: id, Time: start, Method: r.Method, Route: route, Status: status, ErrorCode: info.errorCode,
 		LatencyMs: float64(d.Microseconds()) / 1000, Model: info.model, Backend: info.backend, Replica: info.replica, User: info.user,
 		PromptTokens: info.promptTokens, CompletionTokens: info.completed, ClientIP: clientIP(r)}
+	if info.capture {
+		rec.Prompt, rec.Output = records.Truncate(info.prompt), records.Truncate(info.answer)
+	}
 	if k := info.key; k != nil {
 		rec.TeamID, rec.KeyID = k.TeamID, k.ID
 	}

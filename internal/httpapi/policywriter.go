@@ -10,6 +10,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/policy"
 	"github.com/sovereign-ai/sovereign/internal/policy/pii"
+	"github.com/sovereign-ai/sovereign/internal/records"
 )
 
 // policyWriter applies a request's output-stage policies to its answer,
@@ -44,6 +45,10 @@ type policyWriter struct {
 	shift   int64
 	stopped bool
 	ended   bool
+	// capture: the answer's text (as sent) goes to the request record;
+	// sent collects it per index for a stream.
+	capture bool
+	sent    map[int]*strings.Builder
 }
 
 const (
@@ -58,15 +63,15 @@ func (p *policyWriter) decide(code int) {
 		return
 	}
 	p.info.mu.Lock()
-	p.op = p.info.output
+	p.op, p.capture = p.info.output, p.info.capture
 	p.info.mu.Unlock()
 	ct := p.Header().Get("Content-Type")
 	switch {
-	case p.op == nil || code != http.StatusOK:
+	case (p.op == nil && !p.capture) || code != http.StatusOK:
 		p.mode = modePass
 	case strings.HasPrefix(ct, "text/event-stream"):
 		p.mode = modeSSE
-		p.reds, p.texts = map[int]*pii.StreamRedactor{}, map[int]*strings.Builder{}
+		p.reds, p.texts, p.sent = map[int]*pii.StreamRedactor{}, map[int]*strings.Builder{}, map[int]*strings.Builder{}
 	default:
 		p.mode = modeBuffer
 	}
@@ -157,6 +162,9 @@ func encodeAny(v any) []byte {
 // evaluate runs the output stage on the answer's text and records the
 // decisions.
 func (p *policyWriter) evaluate(text string) policy.Outcome {
+	if p.op == nil {
+		return policy.Outcome{}
+	}
 	in := p.op.in
 	in.Text = text
 	out := p.op.set.Evaluate(in)
@@ -187,8 +195,21 @@ func (p *policyWriter) finish() {
 	if len(out.Redact) > 0 && p.op.pii != nil {
 		walkText(v, false, func(s string) string { return pii.Redact(s, p.op.pii.Find(s, p.op.kinds...)) })
 		body = encodeAny(v)
+		text.Reset()
+		walkText(v, false, func(s string) string { text.WriteString(s); text.WriteByte('\n'); return s })
 	}
+	p.captured(strings.TrimSuffix(text.String(), "\n"))
 	p.send(body)
+}
+
+// captured hands the answer's text, as sent, to the request record.
+func (p *policyWriter) captured(text string) {
+	if !p.capture {
+		return
+	}
+	p.info.mu.Lock()
+	p.info.answer = text
+	p.info.mu.Unlock()
 }
 
 func (p *policyWriter) send(body []byte) {
@@ -269,16 +290,32 @@ func (p *policyWriter) text(idx int, s string) string {
 		t = &strings.Builder{}
 		p.texts[idx] = t
 		p.order = append(p.order, idx)
-		if p.op.pii != nil {
+		if p.op != nil && p.op.pii != nil {
 			p.reds[idx] = p.op.pii.NewStreamRedactor(p.op.kinds...)
 		}
 	}
 	t.WriteString(s)
+	emit := s
 	if r := p.reds[idx]; r != nil {
-		emit, _ := r.Write(s)
-		return emit
+		emit, _ = r.Write(s)
 	}
-	return s
+	p.record(idx, emit)
+	return emit
+}
+
+// record keeps what was sent of index idx's text, for capture.
+func (p *policyWriter) record(idx int, s string) {
+	if !p.capture || s == "" {
+		return
+	}
+	b := p.sent[idx]
+	if b == nil {
+		b = &strings.Builder{}
+		p.sent[idx] = b
+	}
+	if b.Len() < 2*records.MaxCapture {
+		b.WriteString(s)
+	}
 }
 
 // flush returns index idx's held-back text.
@@ -286,6 +323,7 @@ func (p *policyWriter) flush(idx int) string {
 	if r := p.reds[idx]; r != nil {
 		emit, _ := r.Flush()
 		delete(p.reds, idx)
+		p.record(idx, emit)
 		return emit
 	}
 	return ""
@@ -353,7 +391,7 @@ func (p *policyWriter) responsesEvent(obj map[string]any, typ string) []byte {
 		}
 		fallthrough
 	default:
-		if p.op.pii != nil {
+		if p.op != nil && p.op.pii != nil {
 			walkText(obj, false, func(s string) string { return pii.Redact(s, p.op.pii.Find(s, p.op.kinds...)) })
 		}
 	}
@@ -370,11 +408,18 @@ func (p *policyWriter) end() bool {
 		return p.stopped
 	}
 	p.ended = true
-	var all strings.Builder
-	for _, i := range p.order {
+	var all, sent strings.Builder
+	for n, i := range p.order {
 		all.WriteString(p.texts[i].String())
 		all.WriteByte('\n')
+		if b := p.sent[i]; b != nil {
+			if n > 0 {
+				sent.WriteByte('\n')
+			}
+			sent.WriteString(b.String())
+		}
 	}
+	p.captured(sent.String())
 	out := p.evaluate(all.String())
 	if out.Deny == nil {
 		return false

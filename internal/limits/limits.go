@@ -466,106 +466,159 @@ func quotaKey(r Rule, dimension string, now time.Time) (string, time.Time) {
 	return quotaBase + r.Scope + ":" + r.Subject + ":m:" + now.UTC().Format("200601"), monthEnd(now)
 }
 
+// check is one limit an admission takes from.
+type check struct {
+	rule      Rule
+	dimension string
+	limit     int64
+	key       string
+	n         int64
+	end       time.Time // budgets: when the window ends
+	// results
+	ok        bool
+	err       error
+	remaining int64
+	retry     time.Duration
+	reset     time.Duration
+}
+
 // Admit checks every rule that applies to req and takes what the request
 // needs from each: all or nothing. It returns the ticket to settle when the
 // request ends (nil when no rule applies) and the most restrictive windows
 // for the response headers; over a limit, an *ExceededError.
+//
+// With a backend on the network (Redis) the checks run concurrently, so an
+// admission costs about one round trip however many rules apply.
 func (s *Service) Admit(ctx context.Context, req Request) (*Ticket, Status, error) {
 	rules := s.rules.Load().applicable(req.KeyID, req.TeamID, req.Model)
 	if len(rules) == 0 {
 		return nil, Status{}, nil
 	}
-	t := &Ticket{s: s, reserved: req.Tokens, leaseID: req.ID}
-	var st Status
 	now := s.cfg.Now()
-	fail := func(err error) (*Ticket, Status, error) {
-		t.undo(ctx)
-		var ex *ExceededError
-		if errors.As(err, &ex) {
-			if s.cfg.Metrics != nil {
-				s.cfg.Metrics.LimitsRefused(ex.Dimension)
-			}
-			w := &Window{Scope: ex.Scope, Subject: ex.Subject, Dimension: ex.Dimension, Limit: ex.Limit, Reset: ex.RetryAfter}
-			switch ex.Dimension {
-			case RequestsPerMinute:
-				st.Requests = w
-			case TokensPerMinute, TokensPerDay, TokensPerMonth:
-				st.Tokens = w
-			}
-			return nil, st, err
-		}
-		return s.backendFailed(err, st)
-	}
+	var checks []*check
 	for _, r := range rules {
 		if r.ConcurrentRequests > 0 {
-			key := leaseBase + r.Scope + ":" + r.Subject
-			ok, _, err := s.cfg.Backend.Acquire(ctx, key, req.ID, r.ConcurrentRequests, s.cfg.Lease)
-			if err != nil {
-				return fail(err)
-			}
-			if !ok {
-				// A lease frees when a request ends; a second is an honest
-				// guess for a client to come back.
-				return fail(&ExceededError{Scope: r.Scope, Subject: r.Subject, Dimension: ConcurrentRequests, Limit: r.ConcurrentRequests, Requested: 1, RetryAfter: time.Second})
-			}
-			t.leases = append(t.leases, key)
+			checks = append(checks, &check{rule: r, dimension: ConcurrentRequests, limit: r.ConcurrentRequests, key: leaseBase + r.Scope + ":" + r.Subject, n: 1})
 		}
 		for _, q := range [...]dim{{TokensPerDay, r.TokensPerDay}, {TokensPerMonth, r.TokensPerMonth}} {
-			if q.v <= 0 {
-				continue
-			}
-			key, end := quotaKey(r, q.name, now)
-			n := req.Tokens
-			if n > q.v {
-				return fail(&ExceededError{Scope: r.Scope, Subject: r.Subject, Dimension: q.name, Limit: q.v, Requested: n})
-			}
-			ok, used, err := s.cfg.Backend.Quota(ctx, key, q.v, n, false, end)
-			if err != nil {
-				return fail(err)
-			}
-			if !ok {
-				return fail(&ExceededError{Scope: r.Scope, Subject: r.Subject, Dimension: q.name, Limit: q.v, Requested: n, RetryAfter: end.Sub(now)})
-			}
-			t.quotas = append(t.quotas, taken{key: key, limit: q.v, n: n, end: end})
-			w := &Window{Scope: r.Scope, Subject: r.Subject, Dimension: q.name, Limit: q.v, Remaining: max(q.v-used, 0), Reset: end.Sub(now)}
-			if st.Tokens == nil || (st.Tokens.Dimension != TokensPerMinute && w.Remaining < st.Tokens.Remaining) {
-				st.Tokens = w
+			if q.v > 0 {
+				key, end := quotaKey(r, q.name, now)
+				checks = append(checks, &check{rule: r, dimension: q.name, limit: q.v, key: key, n: max(req.Tokens, 0), end: end})
 			}
 		}
-		for _, d := range [...]dim{{RequestsPerMinute, r.RequestsPerMinute}, {TokensPerMinute, r.TokensPerMinute}} {
-			if d.v <= 0 {
-				continue
+		if r.RequestsPerMinute > 0 {
+			checks = append(checks, &check{rule: r, dimension: RequestsPerMinute, limit: r.RequestsPerMinute, key: rateBase + r.Scope + ":" + r.Subject + ":" + RequestsPerMinute, n: 1})
+		}
+		if r.TokensPerMinute > 0 {
+			checks = append(checks, &check{rule: r, dimension: TokensPerMinute, limit: r.TokensPerMinute, key: rateBase + r.Scope + ":" + r.Subject + ":" + TokensPerMinute, n: max(req.Tokens, 0)})
+		}
+	}
+	var st Status
+	refuse := func(c *check) (*Ticket, Status, error) {
+		if s.cfg.Metrics != nil {
+			s.cfg.Metrics.LimitsRefused(c.dimension)
+		}
+		w := &Window{Scope: c.rule.Scope, Subject: c.rule.Subject, Dimension: c.dimension, Limit: c.limit, Reset: c.retry}
+		switch c.dimension {
+		case RequestsPerMinute:
+			st.Requests = w
+		case TokensPerMinute, TokensPerDay, TokensPerMonth:
+			st.Tokens = w
+		}
+		return nil, st, &ExceededError{Scope: c.rule.Scope, Subject: c.rule.Subject, Dimension: c.dimension, Limit: c.limit, Requested: c.n, RetryAfter: c.retry}
+	}
+	// A request larger than a limit can never fit: refused before
+	// anything is taken, without Retry-After.
+	for _, c := range checks {
+		if c.n > c.limit {
+			c.retry = 0
+			return refuse(c)
+		}
+	}
+	leaseID := req.ID
+	run := func(c *check) {
+		switch c.dimension {
+		case ConcurrentRequests:
+			c.ok, _, c.err = s.cfg.Backend.Acquire(ctx, c.key, leaseID, c.limit, s.cfg.Lease)
+			// A lease frees when a request ends; a second is an honest
+			// guess for a client to come back.
+			c.retry = time.Second
+		case TokensPerDay, TokensPerMonth:
+			var used int64
+			c.ok, used, c.err = s.cfg.Backend.Quota(ctx, c.key, c.limit, c.n, false, c.end)
+			c.remaining, c.reset = max(c.limit-used, 0), c.end.Sub(now)
+			c.retry = c.reset
+		default:
+			var res RateResult
+			res, c.err = s.cfg.Backend.Rate(ctx, c.key, c.limit, time.Minute, c.n, false)
+			c.ok, c.remaining, c.retry, c.reset = res.Allowed, res.Remaining, res.RetryAfter, res.ResetAfter
+		}
+	}
+	if _, remote := s.cfg.Backend.(interface{ Remote() bool }); remote && len(checks) > 1 {
+		var wg sync.WaitGroup
+		for _, c := range checks[1:] {
+			wg.Go(func() { run(c) })
+		}
+		run(checks[0])
+		wg.Wait()
+	} else {
+		for _, c := range checks {
+			if run(c); c.err != nil || !c.ok {
+				break // the rest were not taken (ok false, err nil)
 			}
-			n := int64(1)
-			if d.name == TokensPerMinute {
-				n = req.Tokens
-				if n > d.v {
-					return fail(&ExceededError{Scope: r.Scope, Subject: r.Subject, Dimension: d.name, Limit: d.v, Requested: n})
-				}
-				if n <= 0 {
-					n = 0
-				}
+		}
+	}
+	t := &Ticket{s: s, reserved: req.Tokens, leaseID: leaseID}
+	var failed, refused *check
+	for _, c := range checks {
+		switch {
+		case c.err != nil:
+			if failed == nil {
+				failed = c
 			}
-			key := rateBase + r.Scope + ":" + r.Subject + ":" + d.name
-			res, err := s.cfg.Backend.Rate(ctx, key, d.v, time.Minute, n, false)
-			if err != nil {
-				return fail(err)
+		case c.ok:
+			t.took(c)
+		case refused == nil && (c.retry > 0 || c.dimension == ConcurrentRequests):
+			refused = c
+		}
+	}
+	if failed != nil || refused != nil {
+		t.undo(ctx)
+		if failed != nil {
+			return s.backendFailed(failed.err, st)
+		}
+		return refuse(refused)
+	}
+	for _, c := range checks {
+		w := &Window{Scope: c.rule.Scope, Subject: c.rule.Subject, Dimension: c.dimension, Limit: c.limit, Remaining: c.remaining, Reset: c.reset}
+		switch c.dimension {
+		case RequestsPerMinute:
+			if st.Requests == nil || w.Remaining < st.Requests.Remaining {
+				st.Requests = w
 			}
-			if !res.Allowed {
-				return fail(&ExceededError{Scope: r.Scope, Subject: r.Subject, Dimension: d.name, Limit: d.v, Requested: n, RetryAfter: res.RetryAfter})
+		case TokensPerMinute:
+			if st.Tokens == nil || st.Tokens.Dimension != TokensPerMinute || w.Remaining < st.Tokens.Remaining {
+				st.Tokens = w
 			}
-			t.rates = append(t.rates, taken{key: key, limit: d.v, period: time.Minute, n: n, tokens: d.name == TokensPerMinute})
-			w := &Window{Scope: r.Scope, Subject: r.Subject, Dimension: d.name, Limit: d.v, Remaining: res.Remaining, Reset: res.ResetAfter}
-			if d.name == RequestsPerMinute {
-				if st.Requests == nil || w.Remaining < st.Requests.Remaining {
-					st.Requests = w
-				}
-			} else if st.Tokens == nil || st.Tokens.Dimension != TokensPerMinute || w.Remaining < st.Tokens.Remaining {
+		case TokensPerDay, TokensPerMonth:
+			if st.Tokens == nil || (st.Tokens.Dimension != TokensPerMinute && w.Remaining < st.Tokens.Remaining) {
 				st.Tokens = w
 			}
 		}
 	}
 	return t, st, nil
+}
+
+// took notes what an admission took, to settle or give back.
+func (t *Ticket) took(c *check) {
+	switch c.dimension {
+	case ConcurrentRequests:
+		t.leases = append(t.leases, c.key)
+	case TokensPerDay, TokensPerMonth:
+		t.quotas = append(t.quotas, taken{key: c.key, limit: c.limit, n: c.n, end: c.end})
+	default:
+		t.rates = append(t.rates, taken{key: c.key, limit: c.limit, period: time.Minute, n: c.n, tokens: c.dimension == TokensPerMinute})
+	}
 }
 
 // backendFailed applies the fail-open or fail-closed setting.
@@ -617,23 +670,38 @@ func (t *Ticket) Settle(ctx context.Context, used int64) {
 	ctx = context.WithoutCancel(ctx)
 	b := t.s.cfg.Backend
 	delta := used - t.reserved
+	var ops []func()
 	for _, r := range t.rates {
 		if !r.tokens || delta == 0 {
 			continue
 		}
-		res, err := b.Rate(ctx, r.key, r.limit, r.period, delta, delta > 0)
-		if err == nil && delta > 0 && !res.Allowed && t.s.cfg.Metrics != nil {
-			t.s.cfg.Metrics.LimitsUnsettled(delta)
-		}
+		ops = append(ops, func() {
+			res, err := b.Rate(ctx, r.key, r.limit, r.period, delta, delta > 0)
+			if err == nil && delta > 0 && !res.Allowed && t.s.cfg.Metrics != nil {
+				t.s.cfg.Metrics.LimitsUnsettled(delta)
+			}
+		})
 	}
 	if delta != 0 {
 		for _, q := range t.quotas {
-			b.Quota(ctx, q.key, q.limit, delta, true, q.end)
+			ops = append(ops, func() { b.Quota(ctx, q.key, q.limit, delta, true, q.end) })
 		}
 	}
 	for _, l := range t.leases {
-		b.Release(ctx, l, t.leaseID)
+		ops = append(ops, func() { b.Release(ctx, l, t.leaseID) })
 	}
+	if _, remote := b.(interface{ Remote() bool }); !remote || len(ops) < 2 {
+		for _, op := range ops {
+			op()
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for _, op := range ops[1:] {
+		wg.Go(op)
+	}
+	ops[0]()
+	wg.Wait()
 }
 
 // Limits returns the state of every limit that governs a key in team:

@@ -45,6 +45,10 @@ type Record struct {
 	CompletionTokens int       `json:"completion_tokens"`
 	ClientIP         string    `json:"client_ip"`
 	User             string    `json:"user"`
+	// Prompt and Output are the request's text and the answer's, kept only
+	// for teams that capture them (redacted by their policies first).
+	Prompt string `json:"prompt,omitempty"`
+	Output string `json:"output,omitempty"`
 	// PrevHash and Hash chain the record (hex SHA-256; PrevHash is "" for
 	// the first record).
 	PrevHash string `json:"prev_hash"`
@@ -81,8 +85,12 @@ func (r Record) ComputeHash(prev string) string {
 		CompletionTokens int     `json:"completion_tokens"`
 		ClientIP         string  `json:"client_ip"`
 		User             string  `json:"user"`
+		// Captured text is hashed too; omitted when empty, so that the
+		// records of teams that capture nothing hash as they always have.
+		Prompt string `json:"prompt,omitempty"`
+		Output string `json:"output,omitempty"`
 	}{prev, r.ID, r.Time.UTC().Format(time.RFC3339Nano), r.TeamID, r.KeyID, r.Method, r.Route, r.Model, r.Backend, r.Replica,
-		r.Status, r.ErrorCode, r.LatencyMs, 0, r.TTFTMs != nil, r.PromptTokens, r.CompletionTokens, r.ClientIP, r.User}
+		r.Status, r.ErrorCode, r.LatencyMs, 0, r.TTFTMs != nil, r.PromptTokens, r.CompletionTokens, r.ClientIP, r.User, r.Prompt, r.Output}
 	if r.TTFTMs != nil {
 		fields.TTFTMs = *r.TTFTMs
 	}

@@ -42,6 +42,10 @@ func Open(ctx context.Context, url string) (*Limits, error) {
 	return &Limits{rdb: rdb, gcra: redis_rate.NewLimiter(rdb)}, nil
 }
 
+// Remote says the state is across the network: the limits service then
+// runs an admission's checks concurrently (one round trip's latency).
+func (l *Limits) Remote() bool { return true }
+
 // Close closes the connections.
 func (l *Limits) Close() error { return l.rdb.Close() }
 

@@ -26,12 +26,12 @@ func (s *Store) CreateTeam(ctx context.Context, t auth.Team) error {
 
 // GetTeam returns the team with id. Errors: auth.ErrNotFound.
 func (s *Store) GetTeam(ctx context.Context, id string) (auth.Team, error) {
-	return s.getTeam(ctx, `SELECT id, name, created_at FROM teams WHERE id = ?`, id)
+	return s.getTeam(ctx, `SELECT id, name, created_at, capture FROM teams WHERE id = ?`, id)
 }
 
 // GetTeamByName returns the team called name. Errors: auth.ErrNotFound.
 func (s *Store) GetTeamByName(ctx context.Context, name string) (auth.Team, error) {
-	return s.getTeam(ctx, `SELECT id, name, created_at FROM teams WHERE name = ?`, name)
+	return s.getTeam(ctx, `SELECT id, name, created_at, capture FROM teams WHERE name = ?`, name)
 }
 
 func (s *Store) getTeam(ctx context.Context, query, arg string) (auth.Team, error) {
@@ -47,7 +47,7 @@ func (s *Store) getTeam(ctx context.Context, query, arg string) (auth.Team, erro
 
 // ListTeams returns every team, oldest first.
 func (s *Store) ListTeams(ctx context.Context) ([]auth.Team, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, name, created_at FROM teams ORDER BY created_at, id`)
+	rows, err := s.db.QueryContext(ctx, `SELECT id, name, created_at, capture FROM teams ORDER BY created_at, id`)
 	if err != nil {
 		return nil, s.errorf("list teams: %w", err)
 	}
@@ -64,6 +64,19 @@ func (s *Store) ListTeams(ctx context.Context) ([]auth.Team, error) {
 		return nil, s.errorf("list teams: %w", err)
 	}
 	return teams, nil
+}
+
+// SetTeamCapture switches the capture of team id's prompts and outputs.
+// Errors: auth.ErrNotFound.
+func (s *Store) SetTeamCapture(ctx context.Context, id string, on bool) error {
+	res, err := s.db.ExecContext(ctx, s.rebind(`UPDATE teams SET capture = ? WHERE id = ?`), on, id)
+	if err != nil {
+		return s.errorf("set team capture: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return s.errorf("team %q: %w", id, auth.ErrNotFound)
+	}
+	return nil
 }
 
 // DeleteTeam removes team id. Errors: auth.ErrNotFound; auth.ErrConflict
@@ -87,7 +100,7 @@ func (s *Store) DeleteTeam(ctx context.Context, id string) error {
 func (s *Store) scanTeam(r scanner) (auth.Team, error) {
 	var t auth.Team
 	var created TimeScanner
-	if err := r.Scan(&t.ID, &t.Name, &created); err != nil {
+	if err := r.Scan(&t.ID, &t.Name, &created, &t.Capture); err != nil {
 		return auth.Team{}, err
 	}
 	var err error

@@ -16,7 +16,7 @@ import (
 var _ records.Store = (*Store)(nil)
 
 const recordColumns = `seq, id, time, team_id, key_id, method, route, model, backend, replica, status, error_code,
-	latency_ms, ttft_ms, prompt_tokens, completion_tokens, client_ip, user_name, prev_hash, hash`
+	latency_ms, ttft_ms, prompt_tokens, completion_tokens, client_ip, user_name, prompt, output, prev_hash, hash`
 
 // AppendRecords chains and stores records in one transaction. The chain
 // head is read under the dialect's chain lock (PostgreSQL: a transaction
@@ -49,7 +49,7 @@ func (s *Store) AppendRecords(ctx context.Context, rs []records.Record) error {
 		return s.errorf("append records: reading the chain head: %w", err)
 	}
 	stmt, err := tx.PrepareContext(ctx, s.rebind(`INSERT INTO request_logs (`+strings.TrimPrefix(recordColumns, "seq, ")+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`))
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`))
 	if err != nil {
 		return s.errorf("append records: %w", err)
 	}
@@ -64,7 +64,7 @@ func (s *Store) AppendRecords(ctx context.Context, rs []records.Record) error {
 			ttft = *r.TTFTMs
 		}
 		if err := stmt.QueryRowContext(ctx, r.ID, s.timeValue(r.Time), r.TeamID, r.KeyID, r.Method, r.Route, r.Model, r.Backend, r.Replica,
-			r.Status, r.ErrorCode, r.LatencyMs, ttft, r.PromptTokens, r.CompletionTokens, r.ClientIP, r.User, r.PrevHash, r.Hash).Scan(&r.Seq); err != nil {
+			r.Status, r.ErrorCode, r.LatencyMs, ttft, r.PromptTokens, r.CompletionTokens, r.ClientIP, r.User, r.Prompt, r.Output, r.PrevHash, r.Hash).Scan(&r.Seq); err != nil {
 			return s.errorf("append records: %w", err)
 		}
 		prev = r.Hash
@@ -83,7 +83,7 @@ func (s *Store) scanRecord(sc interface{ Scan(...any) error }) (records.Record, 
 	var t TimeScanner
 	var ttft sql.NullFloat64
 	if err := sc.Scan(&r.Seq, &r.ID, &t, &r.TeamID, &r.KeyID, &r.Method, &r.Route, &r.Model, &r.Backend, &r.Replica, &r.Status, &r.ErrorCode,
-		&r.LatencyMs, &ttft, &r.PromptTokens, &r.CompletionTokens, &r.ClientIP, &r.User, &r.PrevHash, &r.Hash); err != nil {
+		&r.LatencyMs, &ttft, &r.PromptTokens, &r.CompletionTokens, &r.ClientIP, &r.User, &r.Prompt, &r.Output, &r.PrevHash, &r.Hash); err != nil {
 		return r, err
 	}
 	if ttft.Valid {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/limits"
+	"github.com/sovereign-ai/sovereign/internal/records"
 )
 
 func testLimitRules(t *testing.T, ks auth.KeyStore) {
@@ -41,5 +43,48 @@ func testLimitRules(t *testing.T, ks auth.KeyStore) {
 	}
 	if got, _ := s.ListLimitRules(ctx); len(got) != 1 {
 		t.Fatalf("after delete: %+v", got)
+	}
+}
+
+func testCapture(t *testing.T, ks auth.KeyStore) {
+	ctx := context.Background()
+	team := auth.Team{ID: "team_capture", Name: "capture", CreatedAt: at(0)}
+	if err := ks.CreateTeam(ctx, team); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := ks.GetTeam(ctx, team.ID); got.Capture {
+		t.Fatal("a new team captures")
+	}
+	if err := ks.SetTeamCapture(ctx, team.ID, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := ks.GetTeam(ctx, team.ID); !got.Capture {
+		t.Fatal("capture did not stick")
+	}
+	if err := ks.SetTeamCapture(ctx, "team_nope", true); !errors.Is(err, auth.ErrNotFound) {
+		t.Fatalf("unknown team: %v", err)
+	}
+	rs, ok := ks.(records.Store)
+	if !ok {
+		t.Fatalf("%T does not implement records.Store", ks)
+	}
+	batch := []records.Record{
+		{ID: "req-a", Time: at(time.Second), TeamID: team.ID, Status: 200, Prompt: "hello [REDACTED:email]", Output: "hi ✓"},
+		{ID: "req-b", Time: at(2 * time.Second), TeamID: team.ID, Status: 200},
+	}
+	if err := rs.AppendRecords(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	got, err := rs.GetRecord(ctx, team.ID, "req-a", false)
+	if err != nil || got.Prompt != batch[0].Prompt || got.Output != batch[0].Output {
+		t.Fatalf("captured record: %+v %v", got, err)
+	}
+	if got.Hash != got.ComputeHash(got.PrevHash) {
+		t.Fatal("a captured record's hash does not cover what was stored")
+	}
+	tampered := got
+	tampered.Output = "hi"
+	if tampered.ComputeHash(got.PrevHash) == got.Hash {
+		t.Fatal("changing a captured output keeps the hash")
 	}
 }

@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) auth.KeyStore) {
 		{"Policies", testPolicies},
 		{"PolicyDecisions", testPolicyDecisions},
 		{"LimitRules", testLimitRules},
+		{"Capture", testCapture},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
