@@ -142,6 +142,15 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 	a.RerankModel, a.RerankWhy = DefaultRerankModel(cfg.RerankModel, a.Catalog.List(ctx))
 	a.Records = records.NewWriter(a.DB, 0, a.Metrics, log)
 	a.closers = append(a.closers, a.Records.Close) // before the database closes: queued records are stored
+	if cfg.LogCheckpointInterval > 0 {
+		cctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			(&records.Checkpointer{Store: a.DB, Interval: cfg.LogCheckpointInterval, Log: log}).Run(cctx)
+		}()
+		a.closers = append(a.closers, func() { stop(); <-done })
+	}
 	if cfg.LogRetention > 0 {
 		pctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 		done := make(chan struct{})

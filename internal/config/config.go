@@ -51,6 +51,9 @@ type Config struct {
 	RerankModel string `yaml:"rerank_model"`
 	// LogRetention is how long request records are kept (0: forever).
 	LogRetention time.Duration `yaml:"log_retention"`
+	// LogCheckpointInterval is how often a Merkle checkpoint of the
+	// request log is stored (0: never).
+	LogCheckpointInterval time.Duration `yaml:"log_checkpoint_interval"`
 	// RedisURL, when set, keeps rate limits and quotas in Redis, shared by
 	// every replica (default: in memory, for one server).
 	RedisURL string `yaml:"redis_url"`
@@ -96,6 +99,7 @@ var settings = []setting{
 	{"RerankModel", "rerank_model", "SOVEREIGN_RERANK_MODEL", "", "default rerank model (default: the first installed cross-encoder, else the default chat model)"},
 	{"RedisURL", "redis_url", "SOVEREIGN_REDIS_URL", "", "Redis for rate limits and quotas shared by several replicas, redis://host:port/db (default: in memory)"},
 	{"LimitsFailOpen", "limits_fail_open", "SOVEREIGN_LIMITS_FAIL_OPEN", "false", "admit requests when Redis is down (default: refuse governed requests with 503)"},
+	{"LogCheckpointInterval", "log_checkpoint_interval", "SOVEREIGN_LOG_CHECKPOINT_INTERVAL", "1h", "how often a Merkle checkpoint (RFC 6962 root) of the request log is stored, for audit verify and proofs (0: never)"},
 	{"LogRetention", "log_retention", "SOVEREIGN_LOG_RETENTION", "0s", "how long request records are kept, e.g. 2160h (0: forever); older ones are purged hourly, the chain kept verifiable"},
 }
 

@@ -319,3 +319,62 @@ func TestPolicies(t *testing.T) {
 		t.Fatalf("a dry run stored decisions: %d, was %d", n, stored)
 	}
 }
+
+// TestResponsesStreamRedaction: a Responses API stream relayed from an
+// upstream is redacted as it goes — an email split across deltas is never
+// partly sent, the held-back text arrives as one more delta before
+// output_text.done, sequence numbers stay consecutive, and the done and
+// completed events carry the redacted text.
+func TestResponsesStreamRedaction(t *testing.T) {
+	up := upstreamtest.New(t, "r")
+	spec := upstreamSpec("serving", up.BaseURL())
+	spec.Capabilities = []string{"chat", "responses"}
+	e := newEnvSpecs(t, tinyStore(t), engine.Config{}, []catalog.Spec{spec})
+	e.json("POST", "/v1/policies", map[string]any{"name": "no-email-out", "scope": "deployment",
+		"rules": []map[string]any{{"name": "redact", "stage": "output", "when": `"email" in pii`, "action": "redact", "redact": []string{"email"}}}}, 201)
+	const full = "Mail jane.doe@example.com now"
+	events := []string{
+		`event: response.created` + "\n" + `data: {"type":"response.created","sequence_number":0,"response":{"id":"resp_up","model":"mock","status":"in_progress"}}`,
+		`event: response.output_text.delta` + "\n" + `data: {"type":"response.output_text.delta","sequence_number":1,"item_id":"m","output_index":0,"content_index":0,"delta":"Mail jane.d"}`,
+		`event: response.output_text.delta` + "\n" + `data: {"type":"response.output_text.delta","sequence_number":2,"item_id":"m","output_index":0,"content_index":0,"delta":"oe@example.com"}`,
+		`event: response.output_text.delta` + "\n" + `data: {"type":"response.output_text.delta","sequence_number":3,"item_id":"m","output_index":0,"content_index":0,"delta":" now"}`,
+		`event: response.output_text.done` + "\n" + `data: {"type":"response.output_text.done","sequence_number":4,"item_id":"m","output_index":0,"content_index":0,"text":"` + full + `"}`,
+		`event: response.completed` + "\n" + `data: {"type":"response.completed","sequence_number":5,"response":{"id":"resp_up","model":"mock","status":"completed","output":[{"type":"message","id":"m","role":"assistant","content":[{"type":"output_text","text":"` + full + `","annotations":[]}]}]}}`,
+	}
+	up.SetScript(&upstreamtest.Script{Events: events})
+	resp := e.request(e.key, "POST", "/v1/responses", map[string]any{"model": "serving", "input": "who?", "stream": true})
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || strings.Contains(string(raw), "jane") || strings.Contains(string(raw), "example") {
+		t.Fatalf("stream: %d\n%s", resp.StatusCode, raw)
+	}
+	var deltas strings.Builder
+	var seqs []int
+	var doneText, completedText string
+	for _, block := range strings.Split(strings.TrimSpace(string(raw)), "\n\n") {
+		var ev map[string]any
+		for _, line := range strings.Split(block, "\n") {
+			if d, ok := strings.CutPrefix(line, "data: "); ok {
+				json.Unmarshal([]byte(d), &ev)
+			}
+		}
+		seqs = append(seqs, int(ev["sequence_number"].(float64)))
+		switch ev["type"] {
+		case "response.output_text.delta":
+			deltas.WriteString(ev["delta"].(string))
+		case "response.output_text.done":
+			doneText = ev["text"].(string)
+		case "response.completed":
+			completedText = ev["response"].(map[string]any)["output"].([]any)[0].(map[string]any)["content"].([]any)[0].(map[string]any)["text"].(string)
+		}
+	}
+	want := "Mail [REDACTED:email] now"
+	if deltas.String() != want || doneText != want || completedText != want {
+		t.Fatalf("deltas %q, done %q, completed %q; want %q", deltas.String(), doneText, completedText, want)
+	}
+	for i, s := range seqs {
+		if s != i {
+			t.Fatalf("sequence numbers %v are not consecutive", seqs)
+		}
+	}
+}

@@ -685,6 +685,8 @@ func TestOpenAPIInferenceResponsesMatch(t *testing.T) {
 		expectStatus(t, c.call("GET", "/v1/logs/"+id+"/proof", nil), 200)
 		expectStatus(t, c.call("GET", "/v1/logs/export?model=tiny", nil), 200)
 		expectStatus(t, c.call("GET", "/v1/usage?group_by=day", nil), 200)
+		expectStatus(t, c.call("GET", "/v1/logs/checkpoints?limit=5", nil), 200)
+		expectError(t, c.call("GET", "/v1/logs/"+id+"/proof?checkpoint=12345", nil), 400, "invalid_request_error")
 		expectError(t, c.call("GET", "/v1/logs?status=abc", nil), 400, "invalid_request_error")
 		expectError(t, c.call("GET", "/v1/logs/req_nope", nil), 404, "not_found")
 	})

@@ -6,6 +6,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os/exec"
@@ -175,8 +176,39 @@ func TestRequestLogOnSQLiteAndPostgres(t *testing.T) {
 				t.Fatalf("another team's proof: %d", resp.StatusCode)
 			}
 
-			// The chain holds; then a changed row and a removed row break it there.
+			// A stored checkpoint: listed, and a proof against it verifies.
 			ctx := context.Background()
+			cp, stored, err := records.TakeCheckpoint(ctx, db, time.Now())
+			if err != nil || !stored || cp.Size < 5 {
+				t.Fatalf("checkpoint: %+v %v %v", cp, stored, err)
+			}
+			// Records still being written may make a second one; once the
+			// log is still, no more are stored.
+			for i := 0; ; i++ {
+				next, again, err := records.TakeCheckpoint(ctx, db, time.Now())
+				if err != nil || (again && next.LastSeq <= cp.LastSeq) || i > 50 {
+					t.Fatalf("checkpoint %d: %+v %v %v", i, next, again, err)
+				}
+				if !again {
+					break
+				}
+				cp = next
+				time.Sleep(20 * time.Millisecond)
+			}
+			cps := e.jsonWith(e.key, "GET", "/v1/logs/checkpoints", nil, 200)["data"].([]any)
+			if len(cps) < 1 || cps[0].(map[string]any)["root"] != cp.Root {
+				t.Fatalf("checkpoints: %v", cps)
+			}
+			pr := e.jsonWith(e.key, "GET", fmt.Sprintf("/v1/logs/req-log-ok/proof?checkpoint=%d", cp.ID), nil, 200)
+			var inCP records.Inclusion
+			pb, _ := json.Marshal(pr)
+			json.Unmarshal(pb, &inCP)
+			if inCP.Root != cp.Root || records.VerifyInclusion(inCP) != nil {
+				t.Fatalf("proof in the checkpoint: %v", pr)
+			}
+			e.jsonWith(e.key, "GET", "/v1/logs/req-log-ok/proof?checkpoint=999", nil, 400)
+
+			// The chain holds; then a changed row and a removed row break it there.
 			if n, br, err := records.Verify(ctx, db); err != nil || br != nil || n < 5 {
 				t.Fatalf("verify: %d %v %v", n, br, err)
 			}
@@ -213,6 +245,29 @@ func TestRequestLogOnSQLiteAndPostgres(t *testing.T) {
 			raw.QueryRow(`SELECT MIN(seq) FROM request_logs WHERE seq > ` + strconv.FormatInt(seq, 10)).Scan(&next)
 			if _, br, _ := records.Verify(ctx, db); br == nil || br.Seq != next {
 				t.Fatalf("a removed row: %+v, want a break at %d", br, next)
+			}
+
+			// A consistent rewrite — every hash recomputed from the first
+			// record on — makes the chain verify again; the checkpoint
+			// taken before does not.
+			var all []records.Record
+			db.ChainRecords(ctx, 0, func(r records.Record) bool { all = append(all, r); return true })
+			prev := ""
+			for _, r := range all {
+				r.PrevHash, r.Hash = prev, r.ComputeHash(prev)
+				if _, err := raw.Exec(fmt.Sprintf(`UPDATE request_logs SET prev_hash = '%s', hash = '%s' WHERE seq = %d`, r.PrevHash, r.Hash, r.Seq)); err != nil {
+					t.Fatal(err)
+				}
+				prev = r.Hash
+			}
+			if _, br, err := records.Verify(ctx, db); br != nil || err != nil {
+				t.Fatalf("the rewritten chain: %+v %v", br, err)
+			}
+			if _, _, cbr, err := records.VerifyCheckpoints(ctx, db, 10); err != nil || cbr == nil || cbr.Checkpoint.ID != cp.ID {
+				t.Fatalf("the checkpoint against a rewritten chain: %+v %v", cbr, err)
+			}
+			if out, err := audit(); err == nil || !strings.Contains(out, "checkpoint") {
+				t.Fatalf("audit verify on a rewritten chain: %v\n%s", err, out)
 			}
 		})
 	}

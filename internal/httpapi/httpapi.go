@@ -163,6 +163,7 @@ func (s *Server) routes() []apiRoute {
 		{"GET /v1/source_links", sourcesScope, s.listSourceLinks},
 		{"GET /v1/logs", auth.ScopeRecordsRead, s.listLogs},
 		{"GET /v1/logs/export", auth.ScopeRecordsRead, s.exportLogs},
+		{"GET /v1/logs/checkpoints", auth.ScopeRecordsRead, s.listCheckpoints},
 		{"GET /v1/logs/{id}", auth.ScopeRecordsRead, s.getLog},
 		{"GET /v1/logs/{id}/proof", auth.ScopeRecordsRead, s.logProof},
 		{"GET /v1/usage", auth.ScopeRecordsRead, s.usage},

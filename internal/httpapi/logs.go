@@ -207,10 +207,65 @@ func (s *Server) logProof(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	in, err := records.Prove(r.Context(), s.RecordStore, rec.Seq)
+	var in records.Inclusion
+	var checkpoint any
+	if v := r.URL.Query().Get("checkpoint"); v != "" {
+		// The proof in a stored checkpoint's tree, whose root a party may
+		// have kept since.
+		id, perr := strconv.ParseInt(v, 10, 64)
+		cs, ok := s.RecordStore.(records.CheckpointStore)
+		if perr != nil || !ok {
+			return apierr.Invalid("checkpoint", "'checkpoint' must be a checkpoint id (GET /v1/logs/checkpoints)")
+		}
+		c, err := cs.GetCheckpoint(r.Context(), id)
+		if errors.Is(err, records.ErrNotFound) {
+			return apierr.Invalid("checkpoint", fmt.Sprintf("no checkpoint %d", id))
+		}
+		if err != nil {
+			return err
+		}
+		if in, err = records.ProveIn(r.Context(), s.RecordStore, c, rec.Seq); errors.Is(err, records.ErrNotFound) {
+			return apierr.Invalid("checkpoint", fmt.Sprintf("record %d is not in checkpoint %d (records %d–%d)", rec.Seq, c.ID, c.FirstSeq, c.LastSeq))
+		}
+		checkpoint = c.ID
+	} else {
+		in, err = records.Prove(r.Context(), s.RecordStore, rec.Seq)
+	}
 	if err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"object": "log.inclusion_proof", "id": rec.ID, "seq": in.Seq, "leaf_index": in.LeafIndex,
-		"leaf_hash": in.LeafHash, "tree_size": in.TreeSize, "root": in.Root, "proof": in.Proof, "hasher": "RFC 6962, SHA-256; the leaf is the record's hash"})
+		"leaf_hash": in.LeafHash, "tree_size": in.TreeSize, "root": in.Root, "proof": in.Proof, "checkpoint": checkpoint,
+		"hasher": "RFC 6962, SHA-256; the leaf is the record's hash"})
+}
+
+// listCheckpoints is GET /v1/logs/checkpoints: the stored Merkle
+// checkpoints of the whole log, newest first (roots reveal nothing of any
+// team's records).
+func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request) error {
+	if err := s.recordsOn(); err != nil {
+		return err
+	}
+	cs, ok := s.RecordStore.(records.CheckpointStore)
+	if !ok {
+		return apierr.New(apierr.NotFound, "this server keeps no checkpoints")
+	}
+	limit := 20
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			return apierr.Invalid("limit", "'limit' must be an integer from 1 to 100")
+		}
+		limit = n
+	}
+	list, err := cs.ListCheckpoints(r.Context(), limit)
+	if err != nil {
+		return err
+	}
+	data := make([]map[string]any, 0, len(list))
+	for _, c := range list {
+		data = append(data, map[string]any{"object": "log.checkpoint", "id": c.ID, "created_at": c.CreatedAt.Unix(), "first_seq": c.FirstSeq,
+			"last_seq": c.LastSeq, "tree_size": c.Size, "root": c.Root})
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }

@@ -325,3 +325,61 @@ func (s *Store) Anchor(ctx context.Context) (records.Anchor, error) {
 	}
 	return a, nil
 }
+
+// AddCheckpoint implements records.CheckpointStore.
+func (s *Store) AddCheckpoint(ctx context.Context, c *records.StoredCheckpoint) error {
+	err := s.db.QueryRowContext(ctx, s.rebind(`INSERT INTO log_checkpoints (created_at, first_seq, last_seq, size, root)
+		VALUES (?, ?, ?, ?, ?) RETURNING id`), s.timeValue(c.CreatedAt), c.FirstSeq, c.LastSeq, int64(c.Size), c.Root).Scan(&c.ID)
+	if err != nil {
+		return s.errorf("add checkpoint: %w", err)
+	}
+	return nil
+}
+
+const checkpointColumns = `id, created_at, first_seq, last_seq, size, root`
+
+func (s *Store) scanCheckpoint(sc interface{ Scan(...any) error }) (records.StoredCheckpoint, error) {
+	var c records.StoredCheckpoint
+	var t TimeScanner
+	var size int64
+	if err := sc.Scan(&c.ID, &t, &c.FirstSeq, &c.LastSeq, &size, &c.Root); err != nil {
+		return c, err
+	}
+	c.Size = uint64(size)
+	var err error
+	c.CreatedAt, err = s.requiredTime(t)
+	return c, err
+}
+
+// ListCheckpoints implements records.CheckpointStore.
+func (s *Store) ListCheckpoints(ctx context.Context, limit int) ([]records.StoredCheckpoint, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT `+checkpointColumns+` FROM log_checkpoints ORDER BY id DESC LIMIT ?`), limit)
+	if err != nil {
+		return nil, s.errorf("list checkpoints: %w", err)
+	}
+	defer rows.Close()
+	var out []records.StoredCheckpoint
+	for rows.Next() {
+		c, err := s.scanCheckpoint(rows)
+		if err != nil {
+			return nil, s.errorf("list checkpoints: %w", err)
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// GetCheckpoint implements records.CheckpointStore.
+func (s *Store) GetCheckpoint(ctx context.Context, id int64) (records.StoredCheckpoint, error) {
+	c, err := s.scanCheckpoint(s.db.QueryRowContext(ctx, s.rebind(`SELECT `+checkpointColumns+` FROM log_checkpoints WHERE id = ?`), id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return c, records.ErrNotFound
+	}
+	if err != nil {
+		return c, s.errorf("get checkpoint: %w", err)
+	}
+	return c, nil
+}

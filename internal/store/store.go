@@ -29,7 +29,7 @@ type Store interface {
 	catalog.SpecStore
 	sources.Store
 	responses.Store
-	records.Store
+	records.CheckpointStore
 	policy.Store
 	limits.Store
 	io.Closer
