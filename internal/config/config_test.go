@@ -6,9 +6,12 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/limits"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -128,5 +131,31 @@ func TestDeterministicFromFileEnvAndFlag(t *testing.T) {
 	}
 	if _, err := Load(nil, env(map[string]string{"SOVEREIGN_DETERMINISTIC": "sometimes"}), &bytes.Buffer{}); err == nil {
 		t.Fatal("a non-boolean SOVEREIGN_DETERMINISTIC was accepted")
+	}
+}
+
+func TestLimitsFromYAML(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "s.yaml")
+	os.WriteFile(file, []byte(`redis_url: redis://127.0.0.1:6379/0
+limits_fail_open: true
+limits:
+  - {scope: team, subject: team_a, requests_per_minute: 600, tokens_per_minute: 200000, tokens_per_day: 5000000}
+  - {scope: model, subject: big, concurrent_requests: 16, tokens_per_month: 90000000}
+`), 0o600)
+	c, err := Load(nil, env(map[string]string{"SOVEREIGN_CONFIG": file}), &bytes.Buffer{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []limits.Rule{
+		{Scope: "team", Subject: "team_a", RequestsPerMinute: 600, TokensPerMinute: 200000, TokensPerDay: 5000000},
+		{Scope: "model", Subject: "big", ConcurrentRequests: 16, TokensPerMonth: 90000000},
+	}
+	if !reflect.DeepEqual(c.Limits, want) || c.RedisURL != "redis://127.0.0.1:6379/0" || !c.LimitsFailOpen {
+		t.Fatalf("limits %+v, redis %q, fail open %v", c.Limits, c.RedisURL, c.LimitsFailOpen)
+	}
+	os.WriteFile(file, []byte("limits:\n  - {scope: team, subject: t, requests_per_hour: 5}\n"), 0o600)
+	if _, err := Load(nil, env(map[string]string{"SOVEREIGN_CONFIG": file}), &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "requests_per_hour") {
+		t.Fatalf("unknown limit field: %v", err)
 	}
 }

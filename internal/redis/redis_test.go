@@ -6,7 +6,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
+	"os/exec"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/limits"
 	"github.com/sovereign-ai/sovereign/internal/limits/limitstest"
@@ -73,3 +77,73 @@ func TestServiceOnRedis(t *testing.T) {
 		t.Fatalf("after a refusal: %v", got)
 	}
 }
+
+// TestRedisDown stops a real redis-server under a running limits service:
+// fail-closed refuses governed requests, fail-open admits them, and both
+// count the failure.
+func TestRedisDown(t *testing.T) {
+	limitstest.RequireRedis(t) // make test installs redis-server with it
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("redis-server: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	srv := exec.Command(bin, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no")
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+	ctx := context.Background()
+	url := fmt.Sprintf("redis://127.0.0.1:%d/0", port)
+	var l *redis.Limits
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if l, err = redis.Open(ctx, url); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+	}
+	defer l.Close()
+	rule := limits.Rule{Scope: limits.ScopeKey, Subject: "key_down", RequestsPerMinute: 100}
+	m := &countedErrors{}
+	closed, _ := limits.New(ctx, limits.Config{Backend: l, Rules: []limits.Rule{rule}, Metrics: m})
+	open, _ := limits.New(ctx, limits.Config{Backend: l, Rules: []limits.Rule{rule}, FailOpen: true, Metrics: m})
+	defer closed.Close()
+	defer open.Close()
+	if _, _, err := closed.Admit(ctx, limits.Request{ID: "1", KeyID: "key_down"}); err != nil {
+		t.Fatalf("with Redis up: %v", err)
+	}
+	srv.Process.Kill()
+	srv.Wait()
+	var un *limits.UnavailableError
+	if _, _, err := closed.Admit(ctx, limits.Request{ID: "2", KeyID: "key_down"}); !errors.As(err, &un) {
+		t.Fatalf("fail-closed with Redis down: %v", err)
+	}
+	if tk, _, err := open.Admit(ctx, limits.Request{ID: "3", KeyID: "key_down"}); err != nil || tk != nil {
+		t.Fatalf("fail-open with Redis down: %v %v", tk, err)
+	}
+	// An ungoverned request never touches Redis.
+	if _, _, err := closed.Admit(ctx, limits.Request{ID: "4", KeyID: "key_other"}); err != nil {
+		t.Fatalf("ungoverned: %v", err)
+	}
+	if m.modes["closed"] != 1 || m.modes["open"] != 1 {
+		t.Fatalf("counted %v", m.modes)
+	}
+}
+
+type countedErrors struct{ modes map[string]int }
+
+func (c *countedErrors) LimitsBackendError(mode string) {
+	if c.modes == nil {
+		c.modes = map[string]int{}
+	}
+	c.modes[mode]++
+}
+func (c *countedErrors) LimitsUnsettled(int64) {}
+func (c *countedErrors) LimitsRefused(string)  {}
