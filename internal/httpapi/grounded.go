@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
-	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/answers"
 	"github.com/sovereign-ai/sovereign/internal/apierr"
@@ -256,24 +254,8 @@ func (s *Server) listSourceLinks(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	f := sources.LinkFilter{TeamID: teamOf(r), ResponseID: q.Get("response_id"), DocumentID: q.Get("document_id"),
 		CollectionID: q.Get("collection_id"), After: q.Get("after"), Limit: 20}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			return apierr.Invalid("limit", "'limit' must be an integer from 1 to 100")
-		}
-		f.Limit = n
-	}
-	for _, t := range []struct {
-		name string
-		dst  *time.Time
-	}{{"created_after", &f.Since}, {"created_before", &f.Until}} {
-		if v := q.Get(t.name); v != "" {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 0 {
-				return apierr.Invalid(t.name, fmt.Sprintf("'%s' must be a Unix time in seconds", t.name))
-			}
-			*t.dst = time.Unix(n, 0).UTC()
-		}
+	if err := listParams(q, &f.Limit, bound{"created_after", &f.Since}, bound{"created_before", &f.Until}); err != nil {
+		return err
 	}
 	links, more, err := s.Sources.SourceLinks(r.Context(), f)
 	if err != nil {

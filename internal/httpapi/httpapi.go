@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"regexp"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -376,4 +378,33 @@ const streamTimeout = 30 * time.Minute
 
 func withTimeout(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), streamTimeout)
+}
+
+// bound is a list route's time filter: a query parameter in unix seconds.
+type bound struct {
+	name string
+	dst  *time.Time
+}
+
+// listParams reads what the list routes share: 'limit' (1 to 100, into
+// *limit when given) and time bounds in unix seconds. Errors name the
+// parameter.
+func listParams(q url.Values, limit *int, bounds ...bound) error {
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100 {
+			return apierr.Invalid("limit", "'limit' must be an integer from 1 to 100")
+		}
+		*limit = n
+	}
+	for _, b := range bounds {
+		if v := q.Get(b.name); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || n < 0 {
+				return apierr.Invalid(b.name, fmt.Sprintf("'%s' must be a Unix time in seconds", b.name))
+			}
+			*b.dst = time.Unix(n, 0).UTC()
+		}
+	}
+	return nil
 }

@@ -44,12 +44,8 @@ func logFilter(r *http.Request) (records.Filter, error) {
 		}
 		f.TeamID, f.AllTeams = v, false
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			return f, apierr.Invalid("limit", "'limit' must be an integer from 1 to 100")
-		}
-		f.Limit = n
+	if err := listParams(q, &f.Limit, bound{"since", &f.Since}, bound{"until", &f.Until}); err != nil {
+		return f, err
 	}
 	if v := q.Get("status"); v != "" {
 		var n int
@@ -66,18 +62,6 @@ func logFilter(r *http.Request) (records.Filter, error) {
 			return f, apierr.Invalid("status", "'status' is an HTTP status (404) or a class (4xx)")
 		}
 		f.Status = n
-	}
-	for _, t := range []struct {
-		name string
-		dst  *time.Time
-	}{{"since", &f.Since}, {"until", &f.Until}} {
-		if v := q.Get(t.name); v != "" {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 0 {
-				return f, apierr.Invalid(t.name, fmt.Sprintf("'%s' must be a Unix time in seconds", t.name))
-			}
-			*t.dst = time.Unix(n, 0).UTC()
-		}
 	}
 	return f, nil
 }
@@ -251,12 +235,8 @@ func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request) error {
 		return apierr.New(apierr.NotFound, "this server keeps no checkpoints")
 	}
 	limit := 20
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			return apierr.Invalid("limit", "'limit' must be an integer from 1 to 100")
-		}
-		limit = n
+	if err := listParams(r.URL.Query(), &limit); err != nil {
+		return err
 	}
 	list, err := cs.ListCheckpoints(r.Context(), limit)
 	if err != nil {

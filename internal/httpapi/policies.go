@@ -5,10 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"strconv"
-	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
@@ -362,24 +359,8 @@ func (s *Server) listDecisions(w http.ResponseWriter, r *http.Request) error {
 	if v := q.Get("action"); v != "" && v != policy.ActionDeny && v != policy.ActionRedact && v != policy.ActionFlag {
 		return apierr.Invalid("action", "'action' must be deny, redact or flag")
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			return apierr.Invalid("limit", "'limit' must be an integer from 1 to 100")
-		}
-		f.Limit = n
-	}
-	for _, t := range []struct {
-		name string
-		dst  *time.Time
-	}{{"since", &f.Since}, {"until", &f.Until}} {
-		if v := q.Get(t.name); v != "" {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 0 {
-				return apierr.Invalid(t.name, fmt.Sprintf("'%s' must be a unix time in seconds", t.name))
-			}
-			*t.dst = time.Unix(n, 0)
-		}
+	if err := listParams(q, &f.Limit, bound{"since", &f.Since}, bound{"until", &f.Until}); err != nil {
+		return err
 	}
 	ds, more, err := s.Policies.ListDecisions(r.Context(), f)
 	if errors.Is(err, policy.ErrNotFound) {

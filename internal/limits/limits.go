@@ -25,6 +25,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/refresh"
 )
 
 // Scopes a rule applies to.
@@ -249,8 +251,7 @@ type Service struct {
 	cfg   Config
 	rules atomic.Pointer[ruleSet]
 	mu    sync.Mutex // serializes reloads
-	stop  chan struct{}
-	done  chan struct{}
+	loop  *refresh.Loop
 	// lastWarn rate-limits backend error logs (unix nanoseconds).
 	lastWarn atomic.Int64
 }
@@ -289,44 +290,18 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 			return nil, fmt.Errorf("limits[%d].%s: %s", i, inv.Param, inv.Message)
 		}
 	}
-	s := &Service{cfg: cfg, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Service{cfg: cfg}
 	if err := s.Reload(ctx); err != nil {
 		return nil, err
 	}
-	go s.refresh()
+	if cfg.Store != nil {
+		s.loop = refresh.Every(cfg.Refresh, "limits", cfg.Log, s.Reload)
+	}
 	return s, nil
 }
 
 // Close stops the background refresh.
-func (s *Service) Close() {
-	select {
-	case <-s.stop:
-	default:
-		close(s.stop)
-		<-s.done
-	}
-}
-
-func (s *Service) refresh() {
-	defer close(s.done)
-	if s.cfg.Store == nil {
-		return
-	}
-	t := time.NewTicker(s.cfg.Refresh)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			if err := s.Reload(ctx); err != nil {
-				s.cfg.Log.Warn("limits: reloading rules", "err", err)
-			}
-			cancel()
-		}
-	}
-}
+func (s *Service) Close() { s.loop.Stop() }
 
 // Reload reads the rules again: configuration rules, overridden by stored
 // ones for the same scope and subject.

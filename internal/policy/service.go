@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/events"
+	"github.com/sovereign-ai/sovereign/internal/refresh"
 )
 
 // AuditTriggered is the event type published for every flag and deny
@@ -20,17 +21,15 @@ const AuditTriggered = "audit.triggered"
 // store every few seconds so that a change made through another replica
 // applies here too — administers them, and records decisions.
 type Service struct {
-	store   Store
-	writer  *Writer
-	events  events.Publisher
-	log     *slog.Logger
-	refresh time.Duration
-	now     func() time.Time
+	store  Store
+	writer *Writer
+	events events.Publisher
+	log    *slog.Logger
+	now    func() time.Time
 
 	set  atomic.Pointer[Set]
 	mu   sync.Mutex // serializes reloads
-	stop chan struct{}
-	done chan struct{}
+	loop *refresh.Loop
 }
 
 // ServiceConfig configures a Service.
@@ -54,42 +53,16 @@ func NewService(ctx context.Context, cfg ServiceConfig) (*Service, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	s := &Service{store: cfg.Store, writer: cfg.Writer, events: cfg.Events, log: cfg.Log, refresh: cfg.Refresh, now: time.Now,
-		stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Service{store: cfg.Store, writer: cfg.Writer, events: cfg.Events, log: cfg.Log, now: time.Now}
 	if err := s.Reload(ctx); err != nil {
 		return nil, err
 	}
-	go s.loop()
+	s.loop = refresh.Every(cfg.Refresh, "policies", cfg.Log, s.Reload)
 	return s, nil
 }
 
 // Close stops the refresh.
-func (s *Service) Close() {
-	select {
-	case <-s.stop:
-	default:
-		close(s.stop)
-		<-s.done
-	}
-}
-
-func (s *Service) loop() {
-	defer close(s.done)
-	t := time.NewTicker(s.refresh)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			if err := s.Reload(ctx); err != nil {
-				s.log.Warn("policies: reloading", "err", err)
-			}
-			cancel()
-		}
-	}
-}
+func (s *Service) Close() { s.loop.Stop() }
 
 // Reload compiles the stored policies again. A stored policy that no
 // longer compiles (stored by a newer version, say) is left out and

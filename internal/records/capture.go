@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"sync/atomic"
 	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/refresh"
 )
 
 // MaxCapture bounds the prompt and the output a record keeps (bytes); a
@@ -29,41 +31,20 @@ func Truncate(s string) string {
 type Capture struct {
 	list  func(ctx context.Context) ([]string, error)
 	teams atomic.Pointer[map[string]bool]
-	log   *slog.Logger
-	stop  chan struct{}
-	done  chan struct{}
+	loop  *refresh.Loop
 }
 
 // NewCapture loads the capturing teams from list and refreshes them every
 // refresh (default 2 s) until Close.
-func NewCapture(ctx context.Context, list func(ctx context.Context) ([]string, error), refresh time.Duration, log *slog.Logger) (*Capture, error) {
-	if refresh <= 0 {
-		refresh = 2 * time.Second
+func NewCapture(ctx context.Context, list func(ctx context.Context) ([]string, error), interval time.Duration, log *slog.Logger) (*Capture, error) {
+	if interval <= 0 {
+		interval = 2 * time.Second
 	}
-	if log == nil {
-		log = slog.Default()
-	}
-	c := &Capture{list: list, log: log, stop: make(chan struct{}), done: make(chan struct{})}
+	c := &Capture{list: list}
 	if err := c.Reload(ctx); err != nil {
 		return nil, err
 	}
-	go func() {
-		defer close(c.done)
-		t := time.NewTicker(refresh)
-		defer t.Stop()
-		for {
-			select {
-			case <-c.stop:
-				return
-			case <-t.C:
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				if err := c.Reload(ctx); err != nil {
-					c.log.Warn("records: reading which teams capture", "err", err)
-				}
-				cancel()
-			}
-		}
-	}()
+	c.loop = refresh.Every(interval, "records: teams that capture", log, c.Reload)
 	return c, nil
 }
 
@@ -88,11 +69,4 @@ func (c *Capture) Enabled(team string) bool {
 }
 
 // Close stops the refresh.
-func (c *Capture) Close() {
-	select {
-	case <-c.stop:
-	default:
-		close(c.stop)
-		<-c.done
-	}
-}
+func (c *Capture) Close() { c.loop.Stop() }
