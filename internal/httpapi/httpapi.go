@@ -298,9 +298,18 @@ func (t *trackingWriter) Flush() {
 func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
 
 func writeJSON(w http.ResponseWriter, status int, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	// A known length lets the response be complete for the client before
+	// the handler's deferred work (settling limits) is done.
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
-	return json.NewEncoder(w).Encode(v)
+	_, err = w.Write(b)
+	return err
 }
 
 // sse writes Server-Sent Events the way OpenAI does.

@@ -120,6 +120,13 @@ func (s *Server) admit(ctx context.Context, h http.Header, m catalog.Resolved, g
 	return redact, nil
 }
 
+// governed reports whether the request holds reservations to settle.
+func (i *requestInfo) governed() bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return len(i.tickets) > 0
+}
+
 // settle turns the request's reservations into its real usage (split
 // between them by their size when a request made several, as a comparison
 // does) and releases its concurrency leases.

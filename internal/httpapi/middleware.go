@@ -164,7 +164,14 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		next.ServeHTTP(sw, inner)
 		// The reservation becomes the real usage before the next request
 		// of this client can be admitted (a lease must not outlive it).
-		info.settle(ctx)
+		// A response of known length is flushed first, so that the client
+		// has it whole while the limits store is told.
+		if info.governed() {
+			if sw.Header().Get("Content-Length") != "" {
+				sw.Flush()
+			}
+			info.settle(ctx)
+		}
 		if sw.status == 0 {
 			sw.status = http.StatusOK
 		}
