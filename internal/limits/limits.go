@@ -139,6 +139,47 @@ type Backend interface {
 	Held(ctx context.Context, key string) (int64, error)
 }
 
+// Op is one budget or lease operation of a batch: Quota's (the default),
+// Acquire's (Lease) or Release's (Lease and Release).
+type Op struct {
+	Lease, Release bool
+	Key, ID        string
+	Max, N         int64
+	Force          bool
+	End            time.Time
+	TTL            time.Duration
+	// OK, Value (a budget's use after, or the leases held after) and Err
+	// are the results.
+	OK    bool
+	Value int64
+	Err   error
+}
+
+// Batcher is a Backend that runs several budget and lease operations in
+// one round trip (Redis: one pipeline). Each operation stays atomic on
+// its own, as through Quota, Acquire and Release.
+type Batcher interface {
+	Batch(ctx context.Context, ops []*Op)
+}
+
+// runOps runs ops on b: batched when it can, one by one otherwise.
+func runOps(ctx context.Context, b Backend, ops []*Op) {
+	if bb, ok := b.(Batcher); ok && len(ops) > 1 {
+		bb.Batch(ctx, ops)
+		return
+	}
+	for _, op := range ops {
+		switch {
+		case op.Release:
+			op.OK, op.Err = true, b.Release(ctx, op.Key, op.ID)
+		case op.Lease:
+			op.OK, op.Value, op.Err = b.Acquire(ctx, op.Key, op.ID, op.Max, op.TTL)
+		default:
+			op.OK, op.Value, op.Err = b.Quota(ctx, op.Key, op.Max, op.N, op.Force, op.End)
+		}
+	}
+}
+
 // ExceededError is a request over a limit: 429 rate_limit_exceeded, or
 // quota_exceeded for a daily or monthly budget.
 type ExceededError struct {
@@ -530,11 +571,34 @@ func (s *Service) Admit(ctx context.Context, req Request) (*Ticket, Status, erro
 		}
 	}
 	if _, remote := s.cfg.Backend.(interface{ Remote() bool }); remote && len(checks) > 1 {
+		// Rates one call each (the GCRA library's), budgets and leases in
+		// one batch, all at once.
+		var batched []*check
+		var ops []*Op
 		var wg sync.WaitGroup
-		for _, c := range checks[1:] {
-			wg.Go(func() { run(c) })
+		for _, c := range checks {
+			switch c.dimension {
+			case ConcurrentRequests:
+				batched, ops = append(batched, c), append(ops, &Op{Lease: true, Key: c.key, ID: leaseID, Max: c.limit, TTL: s.cfg.Lease})
+			case TokensPerDay, TokensPerMonth:
+				batched, ops = append(batched, c), append(ops, &Op{Key: c.key, Max: c.limit, N: c.n, End: c.end})
+			default:
+				wg.Go(func() { run(c) })
+			}
 		}
-		run(checks[0])
+		if len(ops) > 0 {
+			runOps(ctx, s.cfg.Backend, ops)
+			for i, c := range batched {
+				op := ops[i]
+				c.ok, c.err = op.OK, op.Err
+				if c.dimension == ConcurrentRequests {
+					c.retry = time.Second
+				} else {
+					c.remaining, c.reset = max(c.limit-op.Value, 0), c.end.Sub(now)
+					c.retry = c.reset
+				}
+			}
+		}
 		wg.Wait()
 	} else {
 		for _, c := range checks {
@@ -657,13 +721,18 @@ func (t *Ticket) Settle(ctx context.Context, used int64) {
 			}
 		})
 	}
+	// Budgets and leases go in one batch.
+	var batch []*Op
 	if delta != 0 {
 		for _, q := range t.quotas {
-			ops = append(ops, func() { b.Quota(ctx, q.key, q.limit, delta, true, q.end) })
+			batch = append(batch, &Op{Key: q.key, Max: q.limit, N: delta, Force: true, End: q.end})
 		}
 	}
 	for _, l := range t.leases {
-		ops = append(ops, func() { b.Release(ctx, l, t.leaseID) })
+		batch = append(batch, &Op{Lease: true, Release: true, Key: l, ID: t.leaseID})
+	}
+	if len(batch) > 0 {
+		ops = append(ops, func() { runOps(ctx, b, batch) })
 	}
 	if _, remote := b.(interface{ Remote() bool }); !remote || len(ops) < 2 {
 		for _, op := range ops {

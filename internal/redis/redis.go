@@ -39,6 +39,10 @@ func Open(ctx context.Context, url string) (*Limits, error) {
 		rdb.Close()
 		return nil, fmt.Errorf("redis: %w", err)
 	}
+	if err := loadScripts(ctx, rdb); err != nil {
+		rdb.Close()
+		return nil, fmt.Errorf("redis: loading scripts: %w", err)
+	}
 	return &Limits{rdb: rdb, gcra: redis_rate.NewLimiter(rdb)}, nil
 }
 
@@ -138,6 +142,65 @@ func (l *Limits) Acquire(ctx context.Context, key, id string, max int64, lease t
 		return false, 0, err
 	}
 	return v[0] == 1, v[1], nil
+}
+
+// Batch implements limits.Batcher: the operations go in one pipeline,
+// each one script (or ZREM) and so atomic on its own. Scripts are run by
+// hash; when the server does not know them (it restarted), they are
+// loaded and the batch is sent again.
+func (l *Limits) Batch(ctx context.Context, ops []*limits.Op) {
+	for attempt := 0; ; attempt++ {
+		pipe := l.rdb.Pipeline()
+		cmds := make([]goredis.Cmder, len(ops))
+		for i, op := range ops {
+			switch {
+			case op.Release:
+				cmds[i] = pipe.ZRem(ctx, op.Key, op.ID)
+			case op.Lease:
+				cmds[i] = acquireScript.EvalSha(ctx, pipe, []string{op.Key}, op.ID, op.Max, op.TTL.Milliseconds())
+			default:
+				f := "0"
+				if op.Force {
+					f = "1"
+				}
+				cmds[i] = quotaScript.EvalSha(ctx, pipe, []string{op.Key}, op.N, op.Max, f, op.End.Unix())
+			}
+		}
+		_, err := pipe.Exec(ctx)
+		if err != nil && attempt == 0 && goredis.HasErrorPrefix(err, "NOSCRIPT") {
+			if err := loadScripts(ctx, l.rdb); err == nil {
+				continue
+			}
+		}
+		for i, op := range ops {
+			op.Err = cmds[i].Err()
+			if op.Err != nil {
+				continue
+			}
+			switch c := cmds[i].(type) {
+			case *goredis.IntCmd:
+				op.OK = true
+			case *goredis.Cmd:
+				v, err := c.Int64Slice()
+				if err != nil || len(v) != 2 {
+					op.Err = fmt.Errorf("redis: unexpected answer %v: %v", c.Val(), err)
+					continue
+				}
+				op.OK, op.Value = v[0] == 1, v[1]
+			}
+		}
+		return
+	}
+}
+
+// loadScripts loads the scripts a batch runs by hash.
+func loadScripts(ctx context.Context, rdb *goredis.Client) error {
+	for _, s := range []*goredis.Script{quotaScript, acquireScript} {
+		if err := s.Load(ctx, rdb).Err(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Release implements limits.Backend.

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
 	"github.com/sovereign-ai/sovereign/internal/limits"
 	"github.com/sovereign-ai/sovereign/internal/limits/limitstest"
 	"github.com/sovereign-ai/sovereign/internal/redis"
@@ -147,3 +149,23 @@ func (c *countedErrors) LimitsBackendError(mode string) {
 }
 func (c *countedErrors) LimitsUnsettled(int64) {}
 func (c *countedErrors) LimitsRefused(string)  {}
+
+// TestBatch runs budget and lease operations in one pipeline, also after
+// the server forgot its scripts (as after a restart).
+func TestBatch(t *testing.T) {
+	ctx := context.Background()
+	url := limitstest.RequireRedis(t)
+	l, err := redis.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	limitstest.RunBatch(t, l)
+	opt, _ := goredis.ParseURL(url)
+	raw := goredis.NewClient(opt)
+	defer raw.Close()
+	if err := raw.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	limitstest.RunBatch(t, l)
+}

@@ -160,3 +160,32 @@ func RequireRedis(t testing.TB) string {
 	}
 	return url
 }
+
+// RunBatch checks a Batcher's batches against the single operations.
+func RunBatch(t *testing.T, b limits.Batcher) {
+	ctx := context.Background()
+	q, l := uniq("quota:"), uniq("lease:")
+	end := time.Now().Add(time.Hour)
+	ops := []*limits.Op{
+		{Key: q, Max: 100, N: 60, End: end},
+		{Lease: true, Key: l, ID: "a", Max: 1, TTL: time.Minute},
+		{Lease: true, Key: l, ID: "b", Max: 1, TTL: time.Minute},
+		{Key: q, Max: 100, N: 50, End: end},
+		{Key: q, Max: 100, N: 50, Force: true, End: end},
+		{Lease: true, Release: true, Key: l, ID: "a"},
+		{Lease: true, Key: l, ID: "c", Max: 1, TTL: time.Minute},
+	}
+	b.Batch(ctx, ops)
+	want := []struct {
+		ok    bool
+		value int64
+	}{{true, 60}, {true, 1}, {false, 1}, {false, 60}, {true, 110}, {true, 0}, {true, 1}}
+	for i, op := range ops {
+		if op.Err != nil {
+			t.Fatalf("op %d: %v", i, op.Err)
+		}
+		if op.OK != want[i].ok || (!op.Release && op.Value != want[i].value) {
+			t.Errorf("op %d: ok %v value %d, want %v %d", i, op.OK, op.Value, want[i].ok, want[i].value)
+		}
+	}
+}
