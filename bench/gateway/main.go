@@ -2,12 +2,16 @@
 // load generator that measures, in one run, the latency that each gateway
 // adds in front of the same fast mock upstream (bench/gateway/mockupstream).
 //
-//	go run ./bench/gateway -targets direct,sovereign,litellm,portkey \
+//	go run ./bench/gateway -targets direct,sovereign,sovereign-governed,litellm,portkey \
 //	    -mock-url http://127.0.0.1:18190 -sovereign-url http://127.0.0.1:18191 \
-//	    -sovereign-key sk-sov-... -litellm-url http://127.0.0.1:18192 \
+//	    -sovereign-key sk-sov-... -sovereign-gov-url http://127.0.0.1:18194 \
+//	    -sovereign-gov-key sk-sov-... -litellm-url http://127.0.0.1:18192 \
 //	    -litellm-key sk-... -portkey-url http://127.0.0.1:18193
 //
-// bench/gateway/run.sh starts the mock and the gateways and runs it. Each
+// bench/gateway/run.sh starts the mock and the gateways and runs it.
+// sovereign-governed is a second Sovereign server with its governance set up
+// (limit rules in Redis and three input policies; run.sh does it): its
+// latency minus the plain Sovereign's is the cost of governance. Each
 // target is measured in turn, non-streamed and streamed, with
 // POST /v1/chat/completions:
 //
@@ -322,10 +326,18 @@ type GovCost struct {
 }
 
 // LogCount is how many requests went to a Sovereign server and how many
-// records its request log has (read back through GET /v1/usage).
+// records its request log has (read back through GET /v1/usage). Answered
+// counts the requests the server answered (it sent a status line): each of
+// those it certainly received. Sent also counts requests the load generator
+// cut off in an overloaded step, some of which may never have reached the
+// server; when no step overloaded the two are equal. Lost is the server's
+// own count of records it dropped (sovereign_request_log_lost_total in
+// /metrics; nil: not read).
 type LogCount struct {
 	Sent     int64  `json:"sent"`
+	Answered int64  `json:"answered"`
 	Recorded int64  `json:"recorded"`
+	Lost     *int64 `json:"lost,omitempty"`
 	Error    string `json:"error,omitempty"`
 }
 
@@ -377,6 +389,7 @@ type ModeReport struct {
 	// CPUMsPerReq is the server process's CPU time (user+system) over them
 	// divided by their number (for direct: the mock's).
 	Requests    int64    `json:"requests"`
+	Answered    int64    `json:"answered"` // of Requests, those the server answered (any status)
 	CPUMsPerReq *float64 `json:"cpu_ms_per_request,omitempty"`
 	// RedisCPUMsPerReq is, for the governed Sovereign, the Redis server's
 	// CPU time over the same requests divided by their number.
@@ -488,6 +501,8 @@ type target struct {
 	header http.Header
 	client *http.Client
 	sent   atomic.Int64
+	// answered counts responses received (any status).
+	answered atomic.Int64
 }
 
 type mode struct {
@@ -604,6 +619,7 @@ func (t *target) do(ctx context.Context, m *mode) (first, done time.Time, err er
 	if err != nil {
 		return first, done, err
 	}
+	t.answered.Add(1)
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
@@ -937,18 +953,20 @@ func run(ctx context.Context, cfg config) *Report {
 		lc := &LogCount{}
 		for _, mr := range tr.Modes {
 			lc.Sent += mr.Requests
+			lc.Answered += mr.Answered
 		}
 		base, key := cfg.sovURL, cfg.sovKey
 		if tr.Name == sovereignGov {
 			base, key = cfg.govURL, cfg.govKey
 		}
-		lc.Recorded, lc.Error = countRecords(ctx, base, key, lc.Sent, log.began)
+		lc.Recorded, lc.Error = countRecords(ctx, base, key, lc.Answered, log.began)
+		lc.Lost = lostRecords(ctx, base)
 		if tr.Name == sovereign {
 			rep.SovereignLog = lc
 		} else {
 			rep.GovernedLog = lc
 		}
-		log.printf("%s request log: %d records for %d requests sent", tr.Name, lc.Recorded, lc.Sent)
+		log.printf("%s request log: %d records for %d requests answered (%d sent), lost %s", tr.Name, lc.Recorded, lc.Answered, lc.Sent, fmtLost(lc.Lost))
 	}
 	rep.DurationS = math.Round(time.Since(log.began).Seconds()*10) / 10
 	return rep
@@ -986,6 +1004,47 @@ func countRecords(ctx context.Context, base, key string, want int64, start time.
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+}
+
+// lostRecords reads the records a Sovereign server says it dropped
+// (sovereign_request_log_lost_total, summed over reasons, from its public
+// /metrics); nil when it cannot be read. A counter never incremented is
+// absent: 0.
+func lostRecords(ctx context.Context, base string) *int64 {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil
+	}
+	var n float64
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "sovereign_request_log_lost_total") {
+			continue
+		}
+		f := strings.Fields(line)
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			n += v
+		}
+	}
+	if sc.Err() != nil {
+		return nil
+	}
+	x := int64(n)
+	return &x
+}
+
+func fmtLost(p *int64) string {
+	if p == nil {
+		return "unknown"
+	}
+	return strconv.FormatInt(*p, 10)
 }
 
 // rebase measures the direct path a second time at c=1 and the fixed rates,
@@ -1077,7 +1136,7 @@ func measure(ctx context.Context, t *target, m *mode, cfg config, base *ModeRepo
 	}
 	redis0, redisOK := cpuTime(redisPID)
 	defer func() {
-		mr.Requests = t.sent.Load()
+		mr.Requests, mr.Answered = t.sent.Load(), t.answered.Load()
 		if cpu1, ok := cpuTime(pid); ok && cpuOK && mr.Requests > 0 {
 			mr.CPUMsPerReq = ptr(durMs(int64(cpu1-cpu0)) / float64(mr.Requests))
 		}
@@ -1714,13 +1773,18 @@ func writeMarkdown(w io.Writer, r *Report, cfg config) bool {
 		if lc == nil {
 			continue
 		}
-		// Every request sent leaves a record; the usage reads themselves
-		// may add a few more.
-		value := fmt.Sprintf("%d records for %d requests", lc.Recorded, lc.Sent)
+		// Every request answered leaves a record (the usage reads
+		// themselves may add a few more), and the server dropped none.
+		value := fmt.Sprintf("%d records for %d requests answered", lc.Recorded, lc.Answered)
+		if lc.Sent != lc.Answered {
+			value += fmt.Sprintf(" (%d sent, some cut off by the load generator in an overloaded step)", lc.Sent)
+		}
+		value += ", " + fmtLost(lc.Lost) + " lost"
 		if lc.Error != "" {
 			value = lc.Error
 		}
-		check(displayName[l.name]+"'s request log keeps a record of every request", value, "records ≥ requests sent", lc.Error == "" && lc.Recorded >= lc.Sent)
+		ok := lc.Error == "" && lc.Recorded >= lc.Answered && (lc.Lost == nil || *lc.Lost == 0)
+		check(displayName[l.name]+"'s request log keeps a record of every request", value, "records ≥ requests answered, 0 lost", ok)
 	}
 	for _, gw := range []string{litellm, portkey} {
 		if r.target(gw) == nil {

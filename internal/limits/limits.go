@@ -139,25 +139,29 @@ type Backend interface {
 	Held(ctx context.Context, key string) (int64, error)
 }
 
-// Op is one budget or lease operation of a batch: Quota's (the default),
-// Acquire's (Lease) or Release's (Lease and Release).
+// Op is one operation of a batch: Rate's (Rate: limit Max per Period),
+// Quota's (the default), Acquire's (Lease) or Release's (Lease and
+// Release).
 type Op struct {
-	Lease, Release bool
-	Key, ID        string
-	Max, N         int64
-	Force          bool
-	End            time.Time
-	TTL            time.Duration
-	// OK, Value (a budget's use after, or the leases held after) and Err
-	// are the results.
-	OK    bool
-	Value int64
-	Err   error
+	Rate, Lease, Release bool
+	Key, ID              string
+	Max, N               int64
+	Force                bool
+	Period               time.Duration
+	End                  time.Time
+	TTL                  time.Duration
+	// OK, Value (a rate's remaining, a budget's use after, or the leases
+	// held after), Retry and Reset (rates) and Err are the results.
+	OK           bool
+	Value        int64
+	Retry, Reset time.Duration
+	Err          error
 }
 
-// Batcher is a Backend that runs several budget and lease operations in
-// one round trip (Redis: one pipeline). Each operation stays atomic on
-// its own, as through Quota, Acquire and Release.
+// Batcher is a Backend that runs several operations in one round trip
+// (Redis: one pipeline). Each operation stays atomic on its own, as
+// through Rate, Quota, Acquire and Release; a batch is not atomic as a
+// whole (admission gives back what a refused request took).
 type Batcher interface {
 	Batch(ctx context.Context, ops []*Op)
 }
@@ -169,14 +173,23 @@ func runOps(ctx context.Context, b Backend, ops []*Op) {
 		return
 	}
 	for _, op := range ops {
-		switch {
-		case op.Release:
-			op.OK, op.Err = true, b.Release(ctx, op.Key, op.ID)
-		case op.Lease:
-			op.OK, op.Value, op.Err = b.Acquire(ctx, op.Key, op.ID, op.Max, op.TTL)
-		default:
-			op.OK, op.Value, op.Err = b.Quota(ctx, op.Key, op.Max, op.N, op.Force, op.End)
-		}
+		runOp(ctx, b, op)
+	}
+}
+
+// runOp runs one operation through the Backend's own methods.
+func runOp(ctx context.Context, b Backend, op *Op) {
+	switch {
+	case op.Rate:
+		var res RateResult
+		res, op.Err = b.Rate(ctx, op.Key, op.Max, op.Period, op.N, op.Force)
+		op.OK, op.Value, op.Retry, op.Reset = res.Allowed, res.Remaining, res.RetryAfter, res.ResetAfter
+	case op.Release:
+		op.OK, op.Err = true, b.Release(ctx, op.Key, op.ID)
+	case op.Lease:
+		op.OK, op.Value, op.Err = b.Acquire(ctx, op.Key, op.ID, op.Max, op.TTL)
+	default:
+		op.OK, op.Value, op.Err = b.Quota(ctx, op.Key, op.Max, op.N, op.Force, op.End)
 	}
 }
 
@@ -552,59 +565,40 @@ func (s *Service) Admit(ctx context.Context, req Request) (*Ticket, Status, erro
 		}
 	}
 	leaseID := req.ID
-	run := func(c *check) {
+	ops := make([]*Op, len(checks))
+	for i, c := range checks {
 		switch c.dimension {
 		case ConcurrentRequests:
-			c.ok, _, c.err = s.cfg.Backend.Acquire(ctx, c.key, leaseID, c.limit, s.cfg.Lease)
+			ops[i] = &Op{Lease: true, Key: c.key, ID: leaseID, Max: c.limit, TTL: s.cfg.Lease}
+		case TokensPerDay, TokensPerMonth:
+			ops[i] = &Op{Key: c.key, Max: c.limit, N: c.n, End: c.end}
+		default:
+			ops[i] = &Op{Rate: true, Key: c.key, Max: c.limit, N: c.n, Period: time.Minute}
+		}
+	}
+	if _, ok := s.cfg.Backend.(Batcher); ok && len(ops) > 1 {
+		// Every check in one round trip (Redis: one pipeline).
+		runOps(ctx, s.cfg.Backend, ops)
+	} else {
+		for _, op := range ops {
+			if runOp(ctx, s.cfg.Backend, op); op.Err != nil || !op.OK {
+				break // the rest were not taken (ok false, err nil)
+			}
+		}
+	}
+	for i, c := range checks {
+		op := ops[i]
+		c.ok, c.err = op.OK, op.Err
+		switch c.dimension {
+		case ConcurrentRequests:
 			// A lease frees when a request ends; a second is an honest
 			// guess for a client to come back.
 			c.retry = time.Second
 		case TokensPerDay, TokensPerMonth:
-			var used int64
-			c.ok, used, c.err = s.cfg.Backend.Quota(ctx, c.key, c.limit, c.n, false, c.end)
-			c.remaining, c.reset = max(c.limit-used, 0), c.end.Sub(now)
+			c.remaining, c.reset = max(c.limit-op.Value, 0), c.end.Sub(now)
 			c.retry = c.reset
 		default:
-			var res RateResult
-			res, c.err = s.cfg.Backend.Rate(ctx, c.key, c.limit, time.Minute, c.n, false)
-			c.ok, c.remaining, c.retry, c.reset = res.Allowed, res.Remaining, res.RetryAfter, res.ResetAfter
-		}
-	}
-	if _, remote := s.cfg.Backend.(interface{ Remote() bool }); remote && len(checks) > 1 {
-		// Rates one call each (the GCRA library's), budgets and leases in
-		// one batch, all at once.
-		var batched []*check
-		var ops []*Op
-		var wg sync.WaitGroup
-		for _, c := range checks {
-			switch c.dimension {
-			case ConcurrentRequests:
-				batched, ops = append(batched, c), append(ops, &Op{Lease: true, Key: c.key, ID: leaseID, Max: c.limit, TTL: s.cfg.Lease})
-			case TokensPerDay, TokensPerMonth:
-				batched, ops = append(batched, c), append(ops, &Op{Key: c.key, Max: c.limit, N: c.n, End: c.end})
-			default:
-				wg.Go(func() { run(c) })
-			}
-		}
-		if len(ops) > 0 {
-			runOps(ctx, s.cfg.Backend, ops)
-			for i, c := range batched {
-				op := ops[i]
-				c.ok, c.err = op.OK, op.Err
-				if c.dimension == ConcurrentRequests {
-					c.retry = time.Second
-				} else {
-					c.remaining, c.reset = max(c.limit-op.Value, 0), c.end.Sub(now)
-					c.retry = c.reset
-				}
-			}
-		}
-		wg.Wait()
-	} else {
-		for _, c := range checks {
-			if run(c); c.err != nil || !c.ok {
-				break // the rest were not taken (ok false, err nil)
-			}
+			c.remaining, c.retry, c.reset = op.Value, op.Retry, op.Reset
 		}
 	}
 	t := &Ticket{s: s, reserved: req.Tokens, leaseID: leaseID}
@@ -681,18 +675,19 @@ func (s *Service) backendFailed(err error, st Status) (*Ticket, Status, error) {
 
 // undo gives back what an admission took before it was refused.
 func (t *Ticket) undo(ctx context.Context) {
-	b := t.s.cfg.Backend
+	var ops []*Op
 	for _, r := range t.rates {
 		if r.n > 0 {
-			b.Rate(ctx, r.key, r.limit, r.period, -r.n, false)
+			ops = append(ops, &Op{Rate: true, Key: r.key, Max: r.limit, Period: r.period, N: -r.n})
 		}
 	}
 	for _, q := range t.quotas {
-		b.Quota(ctx, q.key, q.limit, -q.n, true, q.end)
+		ops = append(ops, &Op{Key: q.key, Max: q.limit, N: -q.n, Force: true, End: q.end})
 	}
 	for _, l := range t.leases {
-		b.Release(ctx, l, t.leaseID)
+		ops = append(ops, &Op{Lease: true, Release: true, Key: l, ID: t.leaseID})
 	}
+	runOps(ctx, t.s.cfg.Backend, ops)
 }
 
 // Reserved is the tokens the request reserved.
@@ -709,43 +704,31 @@ func (t *Ticket) Settle(ctx context.Context, used int64) {
 	ctx = context.WithoutCancel(ctx)
 	b := t.s.cfg.Backend
 	delta := used - t.reserved
-	var ops []func()
-	for _, r := range t.rates {
-		if !r.tokens || delta == 0 {
-			continue
-		}
-		ops = append(ops, func() {
-			res, err := b.Rate(ctx, r.key, r.limit, r.period, delta, delta > 0)
-			if err == nil && delta > 0 && !res.Allowed && t.s.cfg.Metrics != nil {
-				t.s.cfg.Metrics.LimitsUnsettled(delta)
-			}
-		})
-	}
-	// Budgets and leases go in one batch.
-	var batch []*Op
+	// One batch: per-minute token refunds or charges, budgets, leases.
+	var ops, charges []*Op
 	if delta != 0 {
+		for _, r := range t.rates {
+			if r.tokens {
+				op := &Op{Rate: true, Key: r.key, Max: r.limit, Period: r.period, N: delta, Force: delta > 0}
+				ops = append(ops, op)
+				if delta > 0 {
+					charges = append(charges, op)
+				}
+			}
+		}
 		for _, q := range t.quotas {
-			batch = append(batch, &Op{Key: q.key, Max: q.limit, N: delta, Force: true, End: q.end})
+			ops = append(ops, &Op{Key: q.key, Max: q.limit, N: delta, Force: true, End: q.end})
 		}
 	}
 	for _, l := range t.leases {
-		batch = append(batch, &Op{Lease: true, Release: true, Key: l, ID: t.leaseID})
+		ops = append(ops, &Op{Lease: true, Release: true, Key: l, ID: t.leaseID})
 	}
-	if len(batch) > 0 {
-		ops = append(ops, func() { runOps(ctx, b, batch) })
-	}
-	if _, remote := b.(interface{ Remote() bool }); !remote || len(ops) < 2 {
-		for _, op := range ops {
-			op()
+	runOps(ctx, b, ops)
+	for _, op := range charges {
+		if op.Err == nil && !op.OK && t.s.cfg.Metrics != nil {
+			t.s.cfg.Metrics.LimitsUnsettled(delta)
 		}
-		return
 	}
-	var wg sync.WaitGroup
-	for _, op := range ops[1:] {
-		wg.Go(op)
-	}
-	ops[0]()
-	wg.Wait()
 }
 
 // Limits returns the state of every limit that governs a key in team:

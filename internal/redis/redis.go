@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
@@ -46,10 +47,6 @@ func Open(ctx context.Context, url string) (*Limits, error) {
 	return &Limits{rdb: rdb, gcra: redis_rate.NewLimiter(rdb)}, nil
 }
 
-// Remote says the state is across the network: the limits service then
-// runs an admission's checks concurrently (one round trip's latency).
-func (l *Limits) Remote() bool { return true }
-
 // Close closes the connections.
 func (l *Limits) Close() error { return l.rdb.Close() }
 
@@ -62,22 +59,31 @@ func (l *Limits) Ping(ctx context.Context) error { return l.rdb.Ping(ctx).Err() 
 // a refund that would leave the bucket full, so such a refund deletes the
 // bucket instead (a second round trip, on settlement only).
 func (l *Limits) Rate(ctx context.Context, key string, limit int64, period time.Duration, n int64, force bool) (limits.RateResult, error) {
-	lim := redis_rate.Limit{Rate: int(limit), Burst: int(limit), Period: period}
+	res, err := l.rate(ctx, l.gcra, key, limit, period, n, force)
+	if err == nil && n < 0 && res.ResetAfter <= 0 {
+		if err := l.gcra.Reset(ctx, key); err != nil {
+			return limits.RateResult{}, err
+		}
+	}
+	return res, err
+}
+
+// rate runs redis_rate's GCRA through lim (which may be batching), without
+// the delete of a bucket a refund fills.
+func (l *Limits) rate(ctx context.Context, lim *redis_rate.Limiter, key string, limit int64, period time.Duration, n int64, force bool) (limits.RateResult, error) {
+	rl := redis_rate.Limit{Rate: int(limit), Burst: int(limit), Period: period}
 	if force && n > 0 {
-		res, err := l.gcra.AllowAtMost(ctx, key, lim, int(n))
+		res, err := lim.AllowAtMost(ctx, key, rl, int(n))
 		if err != nil {
 			return limits.RateResult{}, err
 		}
 		return limits.RateResult{Allowed: int64(res.Allowed) >= n, Remaining: int64(res.Remaining), ResetAfter: max(res.ResetAfter, 0)}, nil
 	}
-	res, err := l.gcra.AllowN(ctx, key, lim, int(n))
+	res, err := lim.AllowN(ctx, key, rl, int(n))
 	if err != nil {
 		return limits.RateResult{}, err
 	}
 	if n < 0 && res.ResetAfter <= 0 {
-		if err := l.gcra.Reset(ctx, key); err != nil {
-			return limits.RateResult{}, err
-		}
 		return limits.RateResult{Allowed: true, Remaining: limit}, nil
 	}
 	out := limits.RateResult{Allowed: res.Allowed > 0 || n <= 0, Remaining: int64(res.Remaining), ResetAfter: max(res.ResetAfter, 0)}
@@ -144,53 +150,173 @@ func (l *Limits) Acquire(ctx context.Context, key, id string, max int64, lease t
 	return v[0] == 1, v[1], nil
 }
 
-// Batch implements limits.Batcher: the operations go in one pipeline,
-// each one script (or ZREM) and so atomic on its own. Scripts are run by
-// hash; when the server does not know them (it restarted), they are
-// loaded and the batch is sent again.
+// Batch implements limits.Batcher: every operation goes in one pipeline,
+// one round trip. Each stays atomic on its own: a rate is redis_rate's
+// GCRA script, run by the library itself over a Scripter (gather) that
+// queues its call into the pipeline; budgets and leases are this
+// package's scripts and ZREM. A refund that would leave a bucket full is
+// not written by redis_rate, so such buckets are then deleted (a second
+// round trip, on settlement only).
 func (l *Limits) Batch(ctx context.Context, ops []*limits.Op) {
-	for attempt := 0; ; attempt++ {
-		pipe := l.rdb.Pipeline()
-		cmds := make([]goredis.Cmder, len(ops))
-		for i, op := range ops {
-			switch {
-			case op.Release:
-				cmds[i] = pipe.ZRem(ctx, op.Key, op.ID)
-			case op.Lease:
-				cmds[i] = acquireScript.EvalSha(ctx, pipe, []string{op.Key}, op.ID, op.Max, op.TTL.Milliseconds())
-			default:
-				f := "0"
-				if op.Force {
-					f = "1"
-				}
-				cmds[i] = quotaScript.EvalSha(ctx, pipe, []string{op.Key}, op.N, op.Max, f, op.End.Unix())
+	g := &gather{rdb: l.rdb, pipe: l.rdb.Pipeline(), done: make(chan struct{})}
+	cmds := make([]goredis.Cmder, len(ops))
+	for i, op := range ops {
+		switch {
+		case op.Rate:
+			g.want++
+		case op.Release:
+			cmds[i] = g.pipe.ZRem(ctx, op.Key, op.ID)
+		case op.Lease:
+			cmds[i] = acquireScript.EvalSha(ctx, g.pipe, []string{op.Key}, op.ID, op.Max, op.TTL.Milliseconds())
+		default:
+			f := "0"
+			if op.Force {
+				f = "1"
 			}
+			cmds[i] = quotaScript.EvalSha(ctx, g.pipe, []string{op.Key}, op.N, op.Max, f, op.End.Unix())
 		}
-		_, err := pipe.Exec(ctx)
-		if err != nil && attempt == 0 && goredis.HasErrorPrefix(err, "NOSCRIPT") {
-			if err := loadScripts(ctx, l.rdb); err == nil {
-				continue
-			}
-		}
-		for i, op := range ops {
-			op.Err = cmds[i].Err()
-			if op.Err != nil {
-				continue
-			}
-			switch c := cmds[i].(type) {
-			case *goredis.IntCmd:
-				op.OK = true
-			case *goredis.Cmd:
-				v, err := c.Int64Slice()
-				if err != nil || len(v) != 2 {
-					op.Err = fmt.Errorf("redis: unexpected answer %v: %v", c.Val(), err)
-					continue
-				}
-				op.OK, op.Value = v[0] == 1, v[1]
-			}
-		}
-		return
 	}
+	lim := redis_rate.NewLimiter(g)
+	var wg sync.WaitGroup
+	for _, op := range ops {
+		if op.Rate {
+			wg.Go(func() {
+				var res limits.RateResult
+				res, op.Err = l.rate(ctx, lim, op.Key, op.Max, op.Period, op.N, op.Force)
+				op.OK, op.Value, op.Retry, op.Reset = res.Allowed, res.Remaining, res.RetryAfter, res.ResetAfter
+			})
+		}
+	}
+	if g.want == 0 {
+		g.flush(ctx)
+	}
+	wg.Wait()
+	<-g.done
+	var reload bool
+	for i, op := range ops {
+		if op.Rate {
+			continue
+		}
+		if op.Err = cmds[i].Err(); goredis.HasErrorPrefix(op.Err, "NOSCRIPT") {
+			reload = true
+			continue
+		}
+		if op.Err != nil {
+			continue
+		}
+		switch c := cmds[i].(type) {
+		case *goredis.IntCmd:
+			op.OK = true
+		case *goredis.Cmd:
+			v, err := c.Int64Slice()
+			if err != nil || len(v) != 2 {
+				op.Err = fmt.Errorf("redis: unexpected answer %v: %v", c.Val(), err)
+				continue
+			}
+			op.OK, op.Value = v[0] == 1, v[1]
+		}
+	}
+	if reload {
+		// The server forgot the scripts (it restarted): load them and run
+		// the operations again one by one, in order — releases too (again:
+		// ZREM is idempotent), so a lease is not released before it is
+		// taken.
+		if err := loadScripts(ctx, l.rdb); err == nil {
+			for _, op := range ops {
+				if !op.Rate && (op.Release || goredis.HasErrorPrefix(op.Err, "NOSCRIPT")) {
+					l.runOne(ctx, op)
+				}
+			}
+		}
+	}
+	// Refunds redis_rate did not write because they fill the bucket: its
+	// Reset deletes them, queued in one more pipeline.
+	pipe := l.rdb.Pipeline()
+	reset := redis_rate.NewLimiter(pipe)
+	var full []*limits.Op
+	for _, op := range ops {
+		if op.Rate && op.N < 0 && op.Err == nil && op.Reset <= 0 {
+			reset.Reset(ctx, op.Key)
+			full = append(full, op)
+		}
+	}
+	if len(full) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil {
+			for _, op := range full {
+				op.Err = err
+			}
+		}
+	}
+}
+
+// runOne runs an operation on its own.
+func (l *Limits) runOne(ctx context.Context, op *limits.Op) {
+	switch {
+	case op.Release:
+		op.OK, op.Err = true, l.Release(ctx, op.Key, op.ID)
+	case op.Lease:
+		op.OK, op.Value, op.Err = l.Acquire(ctx, op.Key, op.ID, op.Max, op.TTL)
+	default:
+		op.OK, op.Value, op.Err = l.Quota(ctx, op.Key, op.Max, op.N, op.Force, op.End)
+	}
+}
+
+// gather is the Scripter redis_rate runs its script through in a batch:
+// each EvalSha is queued into the batch's pipeline, and the last of the
+// expected calls sends the pipeline; every caller then reads its own
+// answer. (The fallbacks go to the server directly.)
+type gather struct {
+	rdb  *goredis.Client
+	pipe goredis.Pipeliner
+	mu   sync.Mutex
+	want int
+	got  int
+	once sync.Once
+	done chan struct{}
+}
+
+func (g *gather) flush(ctx context.Context) {
+	g.once.Do(func() {
+		g.pipe.Exec(ctx) // errors are each command's
+		close(g.done)
+	})
+}
+
+func (g *gather) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *goredis.Cmd {
+	g.mu.Lock()
+	cmd := g.pipe.EvalSha(ctx, sha1, keys, args...)
+	g.got++
+	last := g.got == g.want
+	g.mu.Unlock()
+	if last {
+		g.flush(ctx)
+	}
+	<-g.done
+	return cmd
+}
+
+func (g *gather) Eval(ctx context.Context, script string, keys []string, args ...any) *goredis.Cmd {
+	return g.rdb.Eval(ctx, script, keys, args...)
+}
+
+func (g *gather) EvalRO(ctx context.Context, script string, keys []string, args ...any) *goredis.Cmd {
+	return g.rdb.EvalRO(ctx, script, keys, args...)
+}
+
+func (g *gather) EvalShaRO(ctx context.Context, sha1 string, keys []string, args ...any) *goredis.Cmd {
+	return g.rdb.EvalShaRO(ctx, sha1, keys, args...)
+}
+
+func (g *gather) ScriptExists(ctx context.Context, hashes ...string) *goredis.BoolSliceCmd {
+	return g.rdb.ScriptExists(ctx, hashes...)
+}
+
+func (g *gather) ScriptLoad(ctx context.Context, script string) *goredis.StringCmd {
+	return g.rdb.ScriptLoad(ctx, script)
+}
+
+func (g *gather) Del(ctx context.Context, keys ...string) *goredis.IntCmd {
+	return g.rdb.Del(ctx, keys...)
 }
 
 // loadScripts loads the scripts a batch runs by hash.

@@ -162,7 +162,10 @@ func RequireRedis(t testing.TB) string {
 }
 
 // RunBatch checks a Batcher's batches against the single operations.
-func RunBatch(t *testing.T, b limits.Batcher) {
+func RunBatch(t *testing.T, b interface {
+	limits.Batcher
+	limits.Backend
+}) {
 	ctx := context.Background()
 	q, l := uniq("quota:"), uniq("lease:")
 	end := time.Now().Add(time.Hour)
@@ -187,5 +190,31 @@ func RunBatch(t *testing.T, b limits.Batcher) {
 		if op.OK != want[i].ok || (!op.Release && op.Value != want[i].value) {
 			t.Errorf("op %d: ok %v value %d, want %v %d", i, op.OK, op.Value, want[i].ok, want[i].value)
 		}
+	}
+	// Rates in a batch, with a budget: taken, refused, then refunded to
+	// full (which a GCRA script may not write by itself).
+	r1, r2 := uniq("rate:"), uniq("rate:")
+	rates := []*limits.Op{
+		{Rate: true, Key: r1, Max: 3, N: 2, Period: time.Minute},
+		{Rate: true, Key: r2, Max: 3, N: 4, Period: time.Minute},
+		{Key: uniq("quota:"), Max: 10, N: 1, End: end},
+	}
+	b.Batch(ctx, rates)
+	if r := rates[0]; r.Err != nil || !r.OK || r.Value != 1 {
+		t.Fatalf("rate taken: %+v", r)
+	}
+	if r := rates[1]; r.Err != nil || r.OK || r.Retry <= 0 {
+		t.Fatalf("rate refused: %+v", r)
+	}
+	if q := rates[2]; q.Err != nil || !q.OK || q.Value != 1 {
+		t.Fatalf("budget beside rates: %+v", q)
+	}
+	refund := []*limits.Op{{Rate: true, Key: r1, Max: 3, N: -2, Period: time.Minute}, {Lease: true, Release: true, Key: l, ID: "c"}}
+	b.Batch(ctx, refund)
+	if refund[0].Err != nil || refund[1].Err != nil {
+		t.Fatalf("refund: %+v %+v", refund[0], refund[1])
+	}
+	if res, err := b.Rate(ctx, r1, 3, time.Minute, 0, false); err != nil || res.Remaining != 3 {
+		t.Fatalf("after a refund to full: %+v %v", res, err)
 	}
 }
