@@ -60,7 +60,7 @@ func (l *Limits) Ping(ctx context.Context) error { return l.rdb.Ping(ctx).Err() 
 // bucket instead (a second round trip, on settlement only).
 func (l *Limits) Rate(ctx context.Context, key string, limit int64, period time.Duration, n int64, force bool) (limits.RateResult, error) {
 	res, err := l.rate(ctx, l.gcra, key, limit, period, n, force)
-	if err == nil && n < 0 && res.ResetAfter <= 0 {
+	if err == nil && n < 0 && res.ResetAfter <= 0 && !refillsSoon(&limits.Op{N: n, Max: limit, Period: period}) {
 		if err := l.gcra.Reset(ctx, key); err != nil {
 			return limits.RateResult{}, err
 		}
@@ -235,7 +235,7 @@ func (l *Limits) Batch(ctx context.Context, ops []*limits.Op) {
 	reset := redis_rate.NewLimiter(pipe)
 	var full []*limits.Op
 	for _, op := range ops {
-		if op.Rate && op.N < 0 && op.Err == nil && op.Reset <= 0 {
+		if op.Rate && op.N < 0 && op.Err == nil && op.Reset <= 0 && !refillsSoon(op) {
 			reset.Reset(ctx, op.Key)
 			full = append(full, op)
 		}
@@ -247,6 +247,15 @@ func (l *Limits) Batch(ctx context.Context, ops []*limits.Op) {
 			}
 		}
 	}
+}
+
+// refillsSoon reports whether a refund that filled a bucket may be left
+// unwritten: what it would have given back the bucket refills by itself
+// within 100 ms (the refund is under 1/600 of a per-minute limit), so
+// deleting the bucket is not worth a round trip. Larger refunds are
+// written.
+func refillsSoon(op *limits.Op) bool {
+	return time.Duration(-op.N)*op.Period/time.Duration(max(op.Max, 1)) < 100*time.Millisecond
 }
 
 // runOne runs an operation on its own.
