@@ -138,7 +138,7 @@ func main() {
 	flag.StringVar(&sovKey, "sovereign-key", "", "bearer token for Sovereign")
 	flag.StringVar(&govURL, "sovereign-gov-url", "http://127.0.0.1:18194", "the governed Sovereign's base URL (limits in Redis and policies set up, see run.sh)")
 	flag.StringVar(&govKey, "sovereign-gov-key", "", "bearer token for the governed Sovereign")
-	flag.StringVar(&govConfig, "sovereign-gov-config", "all", "what the governed Sovereign has set up, for the report: all (limits and policies), limits, policies or none")
+	flag.StringVar(&govConfig, "sovereign-gov-config", "all", "what the governed Sovereign has set up, for the report: all (limits on three scopes and policies), team (one team rule and the policies), limits, policies or none")
 	flag.StringVar(&liteURL, "litellm-url", "http://127.0.0.1:18192", "LiteLLM proxy's base URL")
 	flag.StringVar(&liteKey, "litellm-key", "", "bearer token for LiteLLM (its master key; empty: none)")
 	flag.StringVar(&pkURL, "portkey-url", "http://127.0.0.1:18193", "Portkey gateway's base URL")
@@ -185,10 +185,10 @@ func main() {
 	}
 	switch cfg.govConfig {
 	case "all":
-	case "limits", "policies", "none":
+	case "team", "limits", "policies", "none":
 		displayName[sovereignGov] = "Sovereign (governed: " + cfg.govConfig + ")"
 	default:
-		fatalf("-sovereign-gov-config: unknown value %q (want all, limits, policies or none)", cfg.govConfig)
+		fatalf("-sovereign-gov-config: unknown value %q (want all, team, limits, policies or none)", cfg.govConfig)
 	}
 	cfg.targets = splitList(targetsFlag)
 	for _, t := range cfg.targets {
@@ -1847,6 +1847,9 @@ func govDescription(what string) string {
 		return "three input policies (deployment: PII detection, flag on card or IBAN; team: a model allow-list; key: a max_tokens bound) and no limit rules (Redis configured but unused)"
 	case "none":
 		return "Redis configured but no limit rules and no policies (a control: the two servers differ only by noise)"
+	case "team":
+		return "one limit rule on its team with every dimension (requests and tokens per minute, concurrent requests, tokens per day and per month), kept in Redis, " +
+			"and three input policies (deployment: PII detection, flag on card or IBAN; team: a model allow-list; key: a max_tokens bound), none of which ever refuses a bench request"
 	}
 	return "limit rules (requests and tokens per minute, concurrent requests; tokens per day on the team) on its key, its team and the model, kept in Redis, " +
 		"and three input policies (deployment: PII detection, flag on card or IBAN; team: a model allow-list; key: a max_tokens bound), none of which ever refuses a bench request"

@@ -13,7 +13,9 @@
 #                           direct,sovereign,sovereign-governed,litellm,portkey
 #                           (default: all five; direct is always measured, it is the baseline)
 #   BENCH_GOV               what the governed Sovereign sets up: all (default: limit rules
-#                           in Redis and three policies), limits, policies or none
+#                           on the team, the key and the model in Redis, and three
+#                           policies), team (one rule, on the team, with every
+#                           dimension, and the three policies), limits, policies or none
 #   BENCH_MOCK_PORT         the mock upstream's port on 127.0.0.1 (default: 18190)
 #   BENCH_SOVEREIGN_PORT    Sovereign's port (default: 18191)
 #   BENCH_LITELLM_PORT      LiteLLM's port (default: 18192)
@@ -73,8 +75,8 @@ TARGET_LIST="direct"
 for t in "${want[@]}"; do TARGET_LIST+=",$t"; done
 
 case "$GOV" in
-all | limits | policies | none) ;;
-*) die "BENCH_GOV: unknown value '$GOV' (want all, limits, policies or none)" ;;
+all | team | limits | policies | none) ;;
+*) die "BENCH_GOV: unknown value '$GOV' (want all, team, limits, policies or none)" ;;
 esac
 for v in MOCK_PORT SOV_PORT GOV_PORT LITE_PORT PK_PORT LITE_WORKERS MOCK_PROCS LOADGEN_PROCS READY_TIMEOUT; do
 	[[ "${!v}" =~ ^[1-9][0-9]*$ ]] || die "$v must be a positive integer"
@@ -334,7 +336,12 @@ if wants sovereign-governed; then
 		gov_api PUT "/v1/limits/rules/model/mock" "{$big}" >/dev/null
 		gov_what+="limit rules in Redis $(redis-server --version | grep -o 'v=[0-9.]*' | cut -c3-) on its team (1e8 requests and tokens per minute, 1e5 concurrent, 1e12 tokens per day), its key and the model (1e8 requests and tokens per minute, 1e5 concurrent); "
 	fi
-	if [[ "$GOV" == all || "$GOV" == policies ]]; then
+	if [[ "$GOV" == team ]]; then
+		big='"requests_per_minute":100000000,"tokens_per_minute":100000000,"concurrent_requests":100000'
+		gov_api PUT "/v1/limits/rules/team/$GOV_TEAM_ID" "{$big,\"tokens_per_day\":1000000000000,\"tokens_per_month\":1000000000000}" >/dev/null
+		gov_what+="one limit rule in Redis $(redis-server --version | grep -o 'v=[0-9.]*' | cut -c3-), on its team, with every dimension (1e8 requests and tokens per minute, 1e5 concurrent, 1e12 tokens per day and per month); "
+	fi
+	if [[ "$GOV" == all || "$GOV" == team || "$GOV" == policies ]]; then
 		gov_api POST /v1/policies '{"name":"bench-pii","description":"bench: PII detection on every prompt","scope":"deployment",
 			"rules":[{"name":"payment-data","stage":"input","when":"\"card\" in pii || \"iban\" in pii","action":"flag","reason":"payment data in a prompt"}]}' >/dev/null
 		gov_api POST /v1/policies '{"name":"bench-model-allowlist","description":"bench: the models this team may use","scope":"team","scope_id":"'"$GOV_TEAM_ID"'",
@@ -345,7 +352,7 @@ if wants sovereign-governed; then
 	fi
 
 	# Probes: what was set up is in force (policies apply within 2 s).
-	if [[ "$GOV" == all || "$GOV" == policies ]]; then
+	if [[ "$GOV" == all || "$GOV" == team || "$GOV" == policies ]]; then
 		deadline=$((SECONDS + 10))
 		until [[ "$(gov_chat 100001 hi)" == 403 ]] && grep -q policy_violation "$TMP_GOV/probe.json"; do
 			((SECONDS < deadline)) || die "the governed Sovereign does not apply the key's max_tokens policy after 10 s: $(cat "$TMP_GOV/probe.json")"
@@ -359,7 +366,7 @@ if wants sovereign-governed; then
 		done
 		log "Sovereign (governed): policies in force (max_tokens bound denies, a card number is flagged)"
 	fi
-	if [[ "$GOV" == all || "$GOV" == limits ]]; then
+	if [[ "$GOV" == all || "$GOV" == team || "$GOV" == limits ]]; then
 		[[ "$(gov_chat 8 hi -D "$TMP_GOV/probe.headers")" == 200 ]] || die "a plain request to the governed Sovereign failed: $(cat "$TMP_GOV/probe.json")"
 		grep -qi '^x-ratelimit-limit-requests: 100000000' "$TMP_GOV/probe.headers" ||
 			die "the governed Sovereign's answer carries no x-ratelimit headers of the bench's rules: $(cat "$TMP_GOV/probe.headers")"
