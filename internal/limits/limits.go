@@ -173,12 +173,13 @@ func runOps(ctx context.Context, b Backend, ops []*Op) {
 		return
 	}
 	for _, op := range ops {
-		runOp(ctx, b, op)
+		RunOp(ctx, b, op)
 	}
 }
 
-// runOp runs one operation through the Backend's own methods.
-func runOp(ctx context.Context, b Backend, op *Op) {
+// RunOp runs one operation through the Backend's own methods (what a
+// Batcher falls back to).
+func RunOp(ctx context.Context, b Backend, op *Op) {
 	switch {
 	case op.Rate:
 		var res RateResult
@@ -581,7 +582,7 @@ func (s *Service) Admit(ctx context.Context, req Request) (*Ticket, Status, erro
 		runOps(ctx, s.cfg.Backend, ops)
 	} else {
 		for _, op := range ops {
-			if runOp(ctx, s.cfg.Backend, op); op.Err != nil || !op.OK {
+			if RunOp(ctx, s.cfg.Backend, op); op.Err != nil || !op.OK {
 				break // the rest were not taken (ok false, err nil)
 			}
 		}

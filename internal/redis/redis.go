@@ -224,7 +224,7 @@ func (l *Limits) Batch(ctx context.Context, ops []*limits.Op) {
 		if err := loadScripts(ctx, l.rdb); err == nil {
 			for _, op := range ops {
 				if !op.Rate && (op.Release || goredis.HasErrorPrefix(op.Err, "NOSCRIPT")) {
-					l.runOne(ctx, op)
+					limits.RunOp(ctx, l, op)
 				}
 			}
 		}
@@ -256,18 +256,6 @@ func (l *Limits) Batch(ctx context.Context, ops []*limits.Op) {
 // written.
 func refillsSoon(op *limits.Op) bool {
 	return time.Duration(-op.N)*op.Period/time.Duration(max(op.Max, 1)) < 100*time.Millisecond
-}
-
-// runOne runs an operation on its own.
-func (l *Limits) runOne(ctx context.Context, op *limits.Op) {
-	switch {
-	case op.Release:
-		op.OK, op.Err = true, l.Release(ctx, op.Key, op.ID)
-	case op.Lease:
-		op.OK, op.Value, op.Err = l.Acquire(ctx, op.Key, op.ID, op.Max, op.TTL)
-	default:
-		op.OK, op.Value, op.Err = l.Quota(ctx, op.Key, op.Max, op.N, op.Force, op.End)
-	}
 }
 
 // gather is the Scripter redis_rate runs its script through in a batch:
