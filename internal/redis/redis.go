@@ -20,8 +20,9 @@ import (
 
 // Limits implements limits.Backend on Redis.
 type Limits struct {
-	rdb  *goredis.Client
-	gcra *redis_rate.Limiter
+	rdb     *goredis.Client
+	gcra    *redis_rate.Limiter
+	workers workers
 }
 
 // Open connects to the Redis server at url (redis://[:password@]host:port/db
@@ -35,6 +36,9 @@ func Open(ctx context.Context, url string) (*Limits, error) {
 	// behind a dead server (fail-open or fail-closed decides what then).
 	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = time.Second, 500*time.Millisecond, 500*time.Millisecond
 	opt.MaxRetries = 1
+	// RESP2: the limits need no server push (RESP3 has the client check
+	// for push notifications around every command).
+	opt.Protocol = 2
 	rdb := goredis.NewClient(opt)
 	if err := rdb.Ping(ctx).Err(); err != nil {
 		rdb.Close()
@@ -180,7 +184,9 @@ func (l *Limits) Batch(ctx context.Context, ops []*limits.Op) {
 	var wg sync.WaitGroup
 	for _, op := range ops {
 		if op.Rate {
-			wg.Go(func() {
+			wg.Add(1)
+			l.workers.run(func() {
+				defer wg.Done()
 				var res limits.RateResult
 				res, op.Err = l.rate(ctx, lim, op.Key, op.Max, op.Period, op.N, op.Force)
 				op.OK, op.Value, op.Retry, op.Reset = res.Allowed, res.Remaining, res.RetryAfter, res.ResetAfter
@@ -256,6 +262,35 @@ func (l *Limits) Batch(ctx context.Context, ops []*limits.Op) {
 // written.
 func refillsSoon(op *limits.Op) bool {
 	return time.Duration(-op.N)*op.Period/time.Duration(max(op.Max, 1)) < 100*time.Millisecond
+}
+
+// workers run a batch's rate calls, which block until the batch's pipeline
+// returns. They live on, so their stacks have grown to what go-redis needs
+// once (a fresh goroutine per call grew its stack every time: a tenth of
+// the CPU a governed request costs here). A call goes to an idle worker
+// or, when none is idle, to a new goroutine: never queued, since a queued
+// call could wait behind workers that wait for it.
+type workers struct {
+	tasks chan func()
+	once  sync.Once
+}
+
+func (w *workers) run(f func()) {
+	w.once.Do(func() {
+		w.tasks = make(chan func())
+		for range 32 {
+			go func() {
+				for f := range w.tasks {
+					f()
+				}
+			}()
+		}
+	})
+	select {
+	case w.tasks <- f:
+	default:
+		go f()
+	}
 }
 
 // gather is the Scripter redis_rate runs its script through in a batch:

@@ -1,0 +1,37 @@
+package redis_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/sovereign-ai/sovereign/internal/limits"
+	"github.com/sovereign-ai/sovereign/internal/limits/limitstest"
+	"github.com/sovereign-ai/sovereign/internal/redis"
+)
+
+// BenchmarkAdmitSettle is one governed request's limits work on Redis: one
+// team rule with every dimension, admitted and settled.
+func BenchmarkAdmitSettle(b *testing.B) {
+	ctx := context.Background()
+	l, err := redis.Open(ctx, limitstest.RequireRedis(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	s, err := limits.New(ctx, limits.Config{Backend: l, Rules: []limits.Rule{{Scope: limits.ScopeTeam, Subject: "team_bench",
+		RequestsPerMinute: 1e8, TokensPerMinute: 1e8, ConcurrentRequests: 1e5, TokensPerDay: 1e12, TokensPerMonth: 1e12}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	i := 0
+	for b.Loop() {
+		i++
+		tk, _, err := s.Admit(ctx, limits.Request{ID: fmt.Sprint("r", i), KeyID: "key_bench", TeamID: "team_bench", Tokens: 20})
+		if err != nil {
+			b.Fatal(err)
+		}
+		tk.Settle(ctx, 12)
+	}
+}
