@@ -156,7 +156,8 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
-			(&records.Purger{Store: a.DB, Retention: cfg.LogRetention, Log: log}).Run(pctx)
+			(&records.Purger{Store: a.DB, Retention: cfg.LogRetention, Log: log,
+				Also: []records.Purge{{What: "policy decisions", Purge: a.DB.PurgeDecisions}}}).Run(pctx)
 		}()
 		a.closers = append(a.closers, func() { stop(); <-done })
 	}

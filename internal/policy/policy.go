@@ -189,6 +189,9 @@ type Store interface {
 	// GetDecision returns the team's decision id (any team's with all),
 	// or ErrNotFound.
 	GetDecision(ctx context.Context, teamID, id string, all bool) (Decision, error)
+	// PurgeDecisions removes the decisions made before before (the
+	// request log's retention) and returns how many.
+	PurgeDecisions(ctx context.Context, before time.Time) (int64, error)
 }
 
 // DecisionAppender stores decisions; it is what a Writer needs.

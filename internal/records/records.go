@@ -228,6 +228,14 @@ type Purger struct {
 	Every     time.Duration
 	Log       *slog.Logger
 	Now       func() time.Time
+	// Also are other records purged with the log, by the same retention.
+	Also []Purge
+}
+
+// Purge removes one kind of record made before a time.
+type Purge struct {
+	What  string
+	Purge func(ctx context.Context, before time.Time) (int64, error)
 }
 
 // Run purges every Every until ctx is done (Retention 0: never).
@@ -244,12 +252,21 @@ func (p *Purger) Run(ctx context.Context) {
 		now = time.Now
 	}
 	for {
-		n, err := p.Store.Purge(ctx, now().Add(-p.Retention))
+		before := now().Add(-p.Retention)
+		n, err := p.Store.Purge(ctx, before)
 		switch {
 		case err != nil && ctx.Err() == nil:
 			p.Log.Error("request log: purge failed", "err", err)
 		case n > 0:
 			p.Log.Info("request log: purged records past the retention", "records", n, "retention", p.Retention.String())
+		}
+		// What else the records keep goes with them (policy decisions).
+		for _, also := range p.Also {
+			if n, err := also.Purge(ctx, before); err != nil && ctx.Err() == nil {
+				p.Log.Error("records: purge failed", "what", also.What, "err", err)
+			} else if n > 0 {
+				p.Log.Info("records: purged past the retention", "what", also.What, "rows", n)
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -3,6 +3,7 @@ package records
 import (
 	"context"
 	"encoding/hex"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -153,3 +154,26 @@ func TestInclusionProofs(t *testing.T) {
 		t.Fatalf("no such record: %v", err)
 	}
 }
+
+// TestPurgerPurgesWhatElseRecordsKeep: the retention also purges the other
+// records it is given (policy decisions), with the same cut.
+func TestPurgerPurgesWhatElseRecordsKeep(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	cut := make(chan time.Time, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Purger{Store: purgeOnly{}, Retention: time.Hour, Every: time.Hour, Log: slog.Default(), Now: func() time.Time { return now },
+		Also: []Purge{{What: "decisions", Purge: func(_ context.Context, before time.Time) (int64, error) {
+			cut <- before
+			cancel()
+			return 1, nil
+		}}}}
+	p.Run(ctx)
+	if got := <-cut; !got.Equal(now.Add(-time.Hour)) {
+		t.Fatalf("decisions purged before %v, want %v", got, now.Add(-time.Hour))
+	}
+}
+
+// purgeOnly is a Store whose purge removes nothing.
+type purgeOnly struct{ Store }
+
+func (purgeOnly) Purge(context.Context, time.Time) (int64, error) { return 0, nil }

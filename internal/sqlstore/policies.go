@@ -285,3 +285,14 @@ func (s *Store) GetDecision(ctx context.Context, teamID, id string, all bool) (p
 	}
 	return d, nil
 }
+
+// PurgeDecisions implements policy.Store: it removes the decisions made
+// before before and returns how many.
+func (s *Store) PurgeDecisions(ctx context.Context, before time.Time) (int64, error) {
+	res, err := s.db.ExecContext(ctx, s.rebind(`DELETE FROM policy_decisions WHERE created_at < ?`), s.timeValue(before))
+	if err != nil {
+		return 0, s.errorf("purge decisions: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/limits"
+	"github.com/sovereign-ai/sovereign/internal/policy"
 	"github.com/sovereign-ai/sovereign/internal/records"
 )
 
@@ -86,5 +87,32 @@ func testCapture(t *testing.T, ks auth.KeyStore) {
 	tampered.Output = "hi"
 	if tampered.ComputeHash(got.PrevHash) == got.Hash {
 		t.Fatal("changing a captured output keeps the hash")
+	}
+}
+
+// testPurgeDecisions: retention removes the decisions made before the
+// cut, and only those.
+func testPurgeDecisions(t *testing.T, ks auth.KeyStore) {
+	s, ok := ks.(policy.Store)
+	if !ok {
+		t.Fatalf("%T does not implement policy.Store", ks)
+	}
+	ctx := context.Background()
+	var ds []policy.Decision
+	for i := range 4 {
+		ds = append(ds, policy.Decision{ID: policy.NewDecisionID(at(time.Duration(i) * time.Hour)), Object: "policy_decision",
+			CreatedAt: at(time.Duration(i) * time.Hour).Unix(), RequestID: "r", TeamID: "team_p", PolicyID: "pol_x", Policy: "p",
+			Rule: "r", Stage: policy.StageInput, Action: policy.ActionFlag})
+	}
+	if err := s.AppendDecisions(ctx, ds); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.PurgeDecisions(ctx, time.Unix(at(2*time.Hour).Unix(), 0)) // decisions keep whole seconds
+	if err != nil || n != 2 {
+		t.Fatalf("purged %d, %v; want 2", n, err)
+	}
+	left, _, err := s.ListDecisions(ctx, policy.DecisionFilter{AllTeams: true, Limit: 10})
+	if err != nil || len(left) != 2 || left[1].ID != ds[2].ID {
+		t.Fatalf("left %+v, %v", left, err)
 	}
 }

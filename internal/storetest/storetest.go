@@ -52,6 +52,7 @@ func Run(t *testing.T, open func(t *testing.T) auth.KeyStore) {
 		{"PolicyDecisions", testPolicyDecisions},
 		{"LimitRules", testLimitRules},
 		{"Capture", testCapture},
+		{"PurgeDecisions", testPurgeDecisions},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
