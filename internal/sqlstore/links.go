@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"strings"
 
 	"github.com/sovereign-ai/sovereign/internal/sources"
 )
@@ -45,8 +44,8 @@ func (s *Store) AddSourceLinks(ctx context.Context, links []sources.SourceLink) 
 // newest first, and whether more follow. Errors: sources.ErrNotFound for a
 // cursor that names no link of the team.
 func (s *Store) ListSourceLinks(ctx context.Context, f sources.LinkFilter) ([]sources.SourceLink, bool, error) {
-	where := []string{"team_id = ?"}
-	args := []any{f.TeamID}
+	var c conds
+	c.add("team_id = ?", f.TeamID)
 	if f.After != "" {
 		var seq int64
 		err := s.db.QueryRowContext(ctx, s.rebind(`SELECT seq FROM source_links WHERE id = ? AND team_id = ?`), f.After, f.TeamID).Scan(&seq)
@@ -56,25 +55,12 @@ func (s *Store) ListSourceLinks(ctx context.Context, f sources.LinkFilter) ([]so
 		if err != nil {
 			return nil, false, s.errorf("list source links: %w", err)
 		}
-		where, args = append(where, "seq < ?"), append(args, seq)
+		c.add("seq < ?", seq)
 	}
-	for _, c := range []struct{ col, v string }{{"response_id", f.ResponseID}, {"document_id", f.DocumentID}, {"collection_id", f.CollectionID}} {
-		if c.v != "" {
-			where, args = append(where, c.col+" = ?"), append(args, c.v)
-		}
-	}
-	if !f.Since.IsZero() {
-		where, args = append(where, "created_at >= ?"), append(args, s.timeValue(f.Since))
-	}
-	if !f.Until.IsZero() {
-		where, args = append(where, "created_at < ?"), append(args, s.timeValue(f.Until))
-	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = 20
-	}
-	args = append(args, limit+1)
-	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT `+linkColumns+` FROM source_links WHERE `+strings.Join(where, " AND ")+` ORDER BY seq DESC LIMIT ?`), args...)
+	c.equal([2]string{"response_id", f.ResponseID}, [2]string{"document_id", f.DocumentID}, [2]string{"collection_id", f.CollectionID})
+	c.within(s, "created_at", f.Since, f.Until)
+	limit := pageSize(f.Limit)
+	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT `+linkColumns+` FROM source_links`+c.sql()+` ORDER BY seq DESC LIMIT ?`), append(c.args, limit+1)...)
 	if err != nil {
 		return nil, false, s.errorf("list source links: %w", err)
 	}

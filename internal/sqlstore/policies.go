@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/policy"
@@ -199,10 +198,9 @@ func (s *Store) scanDecision(sc scanner) (policy.Decision, error) {
 // then id), and whether more follow. Errors: policy.ErrNotFound for a
 // cursor that is not one of the decisions f can see.
 func (s *Store) ListDecisions(ctx context.Context, f policy.DecisionFilter) ([]policy.Decision, bool, error) {
-	var where []string
-	var args []any
+	var c conds
 	if !f.AllTeams {
-		where, args = append(where, "team_id = ?"), append(args, f.TeamID)
+		c.add("team_id = ?", f.TeamID)
 	}
 	if f.After != "" {
 		q, cargs := `SELECT created_at FROM policy_decisions WHERE id = ?`, []any{f.After}
@@ -224,29 +222,14 @@ func (s *Store) ListDecisions(ctx context.Context, f policy.DecisionFilter) ([]p
 		// The cursor's own time value, as stored, keeps the comparison
 		// exact in both dialects.
 		tv := s.timeValue(t)
-		where, args = append(where, "(created_at < ? OR (created_at = ? AND id < ?))"), append(args, tv, tv, f.After)
+		c.add("(created_at < ? OR (created_at = ? AND id < ?))", tv, tv, f.After)
 	}
-	for _, c := range []struct{ col, v string }{{"policy_id", f.PolicyID}, {"rule", f.Rule}, {"action", f.Action},
-		{"key_id", f.KeyID}, {"request_id", f.RequestID}, {"model", f.Model}} {
-		if c.v != "" {
-			where, args = append(where, c.col+" = ?"), append(args, c.v)
-		}
-	}
-	if !f.Since.IsZero() {
-		where, args = append(where, "created_at >= ?"), append(args, s.timeValue(f.Since))
-	}
-	if !f.Until.IsZero() {
-		where, args = append(where, "created_at < ?"), append(args, s.timeValue(f.Until))
-	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = 20
-	}
-	q := `SELECT ` + decisionColumns + ` FROM policy_decisions`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	rows, err := s.db.QueryContext(ctx, s.rebind(q+` ORDER BY created_at DESC, id DESC LIMIT ?`), append(args, limit+1)...)
+	c.equal([2]string{"policy_id", f.PolicyID}, [2]string{"rule", f.Rule}, [2]string{"action", f.Action},
+		[2]string{"key_id", f.KeyID}, [2]string{"request_id", f.RequestID}, [2]string{"model", f.Model})
+	c.within(s, "created_at", f.Since, f.Until)
+	limit := pageSize(f.Limit)
+	q := `SELECT ` + decisionColumns + ` FROM policy_decisions` + c.sql()
+	rows, err := s.db.QueryContext(ctx, s.rebind(q+` ORDER BY created_at DESC, id DESC LIMIT ?`), append(c.args, limit+1)...)
 	if err != nil {
 		return nil, false, s.errorf("list decisions: %w", err)
 	}

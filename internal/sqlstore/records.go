@@ -97,10 +97,9 @@ func (s *Store) scanRecord(sc interface{ Scan(...any) error }) (records.Record, 
 // ListRecords returns records matching f, newest first. Errors:
 // records.ErrNotFound for a cursor that is not one of the team's records.
 func (s *Store) ListRecords(ctx context.Context, f records.Filter) ([]records.Record, bool, error) {
-	var where []string
-	var args []any
+	var c conds
 	if !f.AllTeams {
-		where, args = append(where, "team_id = ?"), append(args, f.TeamID)
+		c.add("team_id = ?", f.TeamID)
 	}
 	if f.After != "" {
 		q := `SELECT seq FROM request_logs WHERE id = ?`
@@ -116,37 +115,22 @@ func (s *Store) ListRecords(ctx context.Context, f records.Filter) ([]records.Re
 		if err != nil {
 			return nil, false, s.errorf("list records: %w", err)
 		}
-		where, args = append(where, "seq < ?"), append(args, seq)
+		c.add("seq < ?", seq)
 	}
 	if f.BeforeSeq > 0 {
-		where, args = append(where, "seq < ?"), append(args, f.BeforeSeq)
+		c.add("seq < ?", f.BeforeSeq)
 	}
-	for _, c := range []struct{ col, v string }{{"model", f.Model}, {"key_id", f.KeyID}, {"route", f.Route}, {"user_name", f.User}} {
-		if c.v != "" {
-			where, args = append(where, c.col+" = ?"), append(args, c.v)
-		}
-	}
+	c.equal([2]string{"model", f.Model}, [2]string{"key_id", f.KeyID}, [2]string{"route", f.Route}, [2]string{"user_name", f.User})
 	switch {
 	case f.Status >= 100:
-		where, args = append(where, "status = ?"), append(args, f.Status)
+		c.add("status = ?", f.Status)
 	case f.Status > 0:
-		where, args = append(where, "status >= ? AND status < ?"), append(args, f.Status*100, f.Status*100+100)
+		c.add("status >= ? AND status < ?", f.Status*100, f.Status*100+100)
 	}
-	if !f.Since.IsZero() {
-		where, args = append(where, "time >= ?"), append(args, s.timeValue(f.Since))
-	}
-	if !f.Until.IsZero() {
-		where, args = append(where, "time < ?"), append(args, s.timeValue(f.Until))
-	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = 20
-	}
-	q := `SELECT ` + recordColumns + ` FROM request_logs`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	rows, err := s.db.QueryContext(ctx, s.rebind(q+` ORDER BY seq DESC LIMIT ?`), append(args, limit+1)...)
+	c.within(s, "time", f.Since, f.Until)
+	limit := pageSize(f.Limit)
+	q := `SELECT ` + recordColumns + ` FROM request_logs` + c.sql()
+	rows, err := s.db.QueryContext(ctx, s.rebind(q+` ORDER BY seq DESC LIMIT ?`), append(c.args, limit+1)...)
 	if err != nil {
 		return nil, false, s.errorf("list records: %w", err)
 	}
@@ -227,23 +211,14 @@ func (s *Store) Usage(ctx context.Context, f records.Filter, groupBy string) ([]
 	if col == "" {
 		return nil, s.errorf("usage: unknown grouping %q", groupBy)
 	}
-	var where []string
-	var args []any
+	var c conds
 	if !f.AllTeams {
-		where, args = append(where, "team_id = ?"), append(args, f.TeamID)
+		c.add("team_id = ?", f.TeamID)
 	}
-	if !f.Since.IsZero() {
-		where, args = append(where, "time >= ?"), append(args, s.timeValue(f.Since))
-	}
-	if !f.Until.IsZero() {
-		where, args = append(where, "time < ?"), append(args, s.timeValue(f.Until))
-	}
-	q := `SELECT ` + col + `, COUNT(*), SUM(CASE WHEN status >= 400 THEN 1 ELSE 0 END), SUM(prompt_tokens), SUM(completion_tokens) FROM request_logs`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, " AND ")
-	}
-	q += ` GROUP BY 1 ORDER BY SUM(prompt_tokens) + SUM(completion_tokens) DESC, 1`
-	rows, err := s.db.QueryContext(ctx, s.rebind(q), args...)
+	c.within(s, "time", f.Since, f.Until)
+	q := `SELECT ` + col + `, COUNT(*), SUM(CASE WHEN status >= 400 THEN 1 ELSE 0 END), SUM(prompt_tokens), SUM(completion_tokens) FROM request_logs` +
+		c.sql() + ` GROUP BY 1 ORDER BY SUM(prompt_tokens) + SUM(completion_tokens) DESC, 1`
+	rows, err := s.db.QueryContext(ctx, s.rebind(q), c.args...)
 	if err != nil {
 		return nil, s.errorf("usage: %w", err)
 	}

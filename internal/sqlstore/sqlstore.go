@@ -206,3 +206,51 @@ func (s *Store) requiredTime(ts TimeScanner) (time.Time, error) {
 }
 
 type scanner interface{ Scan(dest ...any) error }
+
+// conds gathers a list query's WHERE conditions and their arguments, so
+// that each list builds its filters the same way.
+type conds struct {
+	where []string
+	args  []any
+}
+
+// add adds one condition with its arguments.
+func (c *conds) add(cond string, args ...any) {
+	c.where, c.args = append(c.where, cond), append(c.args, args...)
+}
+
+// equal adds "col = v" for each pair whose value is set.
+func (c *conds) equal(pairs ...[2]string) {
+	for _, p := range pairs {
+		if p[1] != "" {
+			c.add(p[0]+" = ?", p[1])
+		}
+	}
+}
+
+// within adds col's bounds, since inclusive and until exclusive, for those
+// that are set.
+func (c *conds) within(s *Store, col string, since, until time.Time) {
+	if !since.IsZero() {
+		c.add(col+" >= ?", s.timeValue(since))
+	}
+	if !until.IsZero() {
+		c.add(col+" < ?", s.timeValue(until))
+	}
+}
+
+// sql is " WHERE …" ("" without conditions).
+func (c *conds) sql() string {
+	if len(c.where) == 0 {
+		return ""
+	}
+	return " WHERE " + strings.Join(c.where, " AND ")
+}
+
+// pageSize is a list's page size: n, or 20 when unset.
+func pageSize(n int) int {
+	if n <= 0 {
+		return 20
+	}
+	return n
+}
