@@ -13,14 +13,29 @@ import (
 // BenchmarkAdmitSettle is one governed request's limits work on Redis: one
 // team rule with every dimension, admitted and settled.
 func BenchmarkAdmitSettle(b *testing.B) {
+	benchAdmitSettle(b, []limits.Rule{{Scope: limits.ScopeTeam, Subject: "team_bench",
+		RequestsPerMinute: 1e8, TokensPerMinute: 1e8, ConcurrentRequests: 1e5, TokensPerDay: 1e12, TokensPerMonth: 1e12}})
+}
+
+// BenchmarkAdmitSettleThreeScopes is the gateway bench's default: rules on
+// the key, its team and the model (six rate checks, three leases and a
+// budget to admit).
+func BenchmarkAdmitSettleThreeScopes(b *testing.B) {
+	benchAdmitSettle(b, []limits.Rule{
+		{Scope: limits.ScopeTeam, Subject: "team_bench", RequestsPerMinute: 1e8, TokensPerMinute: 1e8, ConcurrentRequests: 1e5, TokensPerDay: 1e12},
+		{Scope: limits.ScopeKey, Subject: "key_bench", RequestsPerMinute: 1e8, TokensPerMinute: 1e8, ConcurrentRequests: 1e5},
+		{Scope: limits.ScopeModel, Subject: "mock", RequestsPerMinute: 1e8, TokensPerMinute: 1e8, ConcurrentRequests: 1e5},
+	})
+}
+
+func benchAdmitSettle(b *testing.B, rules []limits.Rule) {
 	ctx := context.Background()
 	l, err := redis.Open(ctx, limitstest.RequireRedis(b))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer l.Close()
-	s, err := limits.New(ctx, limits.Config{Backend: l, Rules: []limits.Rule{{Scope: limits.ScopeTeam, Subject: "team_bench",
-		RequestsPerMinute: 1e8, TokensPerMinute: 1e8, ConcurrentRequests: 1e5, TokensPerDay: 1e12, TokensPerMonth: 1e12}}})
+	s, err := limits.New(ctx, limits.Config{Backend: l, Rules: rules})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -28,7 +43,7 @@ func BenchmarkAdmitSettle(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		i++
-		tk, _, err := s.Admit(ctx, limits.Request{ID: fmt.Sprint("r", i), KeyID: "key_bench", TeamID: "team_bench", Tokens: 20})
+		tk, _, err := s.Admit(ctx, limits.Request{ID: fmt.Sprint("r", i), KeyID: "key_bench", TeamID: "team_bench", Model: "mock", Tokens: 20})
 		if err != nil {
 			b.Fatal(err)
 		}
