@@ -19,6 +19,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/config"
+	"github.com/sovereign-ai/sovereign/internal/durable"
 	"github.com/sovereign-ai/sovereign/internal/engine"
 	"github.com/sovereign-ai/sovereign/internal/events"
 	"github.com/sovereign-ai/sovereign/internal/extract"
@@ -50,7 +51,11 @@ type Options struct {
 	// CatalogRefresh is how often the catalog re-reads its sources (0:
 	// the catalog's default; negative: never).
 	CatalogRefresh time.Duration
-	Log            *slog.Logger
+	// DurableURL, with DB, is the database of the durable engine (a
+	// SQLite file path or a postgres:// URL); without DB the engine uses
+	// Config.DatabaseURL's.
+	DurableURL string
+	Log        *slog.Logger
 }
 
 // App is a built application.
@@ -65,6 +70,8 @@ type App struct {
 	Records *records.Writer
 	// Limits enforces rate limits and quotas.
 	Limits *limits.Service
+	// Durable runs background work that survives a crash (ingestion).
+	Durable *durable.Engine
 	// Policies evaluates policies; Decisions stores their decisions.
 	Policies  *policy.Service
 	Decisions *policy.Writer
@@ -116,7 +123,18 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 			return nil, err
 		}
 	}
-	a.Bus = events.NewBus()
+	a.Metrics = metrics.New(func() []metrics.ModelState {
+		var out []metrics.ModelState
+		for _, s := range a.Engine.Status() {
+			out = append(out, metrics.ModelState{ID: s.ID, State: s.State, Inflight: s.Inflight})
+		}
+		return out
+	})
+	// Events are stored in the database's log before they are handed out
+	// (GET /v1/events reads the log). The bus closes after everything that
+	// publishes (closers run in reverse) and before the database.
+	a.Bus = events.New(events.Config{Store: a.DB, OnLost: a.Metrics.EventsLost, Log: log})
+	a.closers = append(a.closers, a.Bus.Close)
 	ec := engine.Config{Slots: cfg.Slots, CtxPerSlot: cfg.CtxPerSlot, Threads: cfg.Threads, MaxQueue: cfg.MaxQueue,
 		KeepAlive: cfg.KeepAlive, MaxLoaded: cfg.MaxLoaded, Deterministic: cfg.Deterministic}
 	if opts.Engine != nil {
@@ -132,13 +150,6 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 		return nil, fmt.Errorf("model catalog: %w", err)
 	}
 	a.closers = append(a.closers, a.Catalog.Close)
-	a.Metrics = metrics.New(func() []metrics.ModelState {
-		var out []metrics.ModelState
-		for _, s := range a.Engine.Status() {
-			out = append(out, metrics.ModelState{ID: s.ID, State: s.State, Inflight: s.Inflight})
-		}
-		return out
-	})
 	a.RerankModel, a.RerankWhy = DefaultRerankModel(cfg.RerankModel, a.Catalog.List(ctx))
 	a.Records = records.NewWriter(a.DB, 0, a.Metrics, log)
 	a.closers = append(a.closers, a.Records.Close) // before the database closes: queued records are stored
@@ -195,11 +206,15 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 	}
 	a.closers = append(a.closers, capture.Close)
 	srcs := sources.New(a.DB, a.Catalog, DefaultEmbeddingModel, log)
+	if err := a.startDurable(ctx, cfg, opts, srcs, log); err != nil {
+		return nil, err
+	}
 	a.API = &httpapi.Server{
 		Models: a.Catalog, Auth: a.Keys, Keys: a.Keys, Metrics: a.Metrics, Log: log, MaxBody: cfg.MaxBodyBytes,
 		Sources: srcs, Answers: &answers.Service{Store: srcs}, Extract: ExtractFile,
 		DefaultEmbeddingModel: DefaultEmbeddingModel, DefaultRerankModel: a.RerankModel,
 		Responses: a.DB, Records: a.Records, RecordStore: a.DB, Limits: a.Limits, Policies: a.Policies, Capture: capture,
+		Events: a.Bus, Stop: a.shuttingDown,
 		Ready: func(ctx context.Context) error {
 			select {
 			case <-a.shuttingDown:
@@ -210,6 +225,63 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 		},
 	}
 	return a, nil
+}
+
+// startDurable opens the durable engine on the application's database,
+// registers the background work that runs on it, and launches it: work a
+// crash interrupted resumes now.
+func (a *App) startDurable(ctx context.Context, cfg config.Config, opts Options, srcs *sources.Service, log *slog.Logger) error {
+	url := cfg.DatabaseURL
+	switch {
+	case opts.DurableURL != "":
+		url = opts.DurableURL
+	case url == "":
+		return errors.New("durable engine: no database (Options.DurableURL is needed with Options.DB)")
+	}
+	if kind, err := store.Kind(url); err == nil && kind == "sqlite" {
+		url = store.SQLitePath(url)
+	}
+	e, err := durable.New(ctx, durable.Config{DatabaseURL: url, ExecutorID: cfg.InstanceID, Log: log})
+	if err != nil {
+		return err
+	}
+	a.Durable = e
+	launched := false
+	a.closers = append(a.closers, func() {
+		if launched {
+			// Running steps get a moment to end; the rest resume at the
+			// next start.
+			e.Close(5 * time.Second)
+		}
+	})
+	durable.Register(e, "sources.ingest", func(ctx durable.Context, documentID string) error {
+		_, err := durable.Step(ctx, "process", func(c context.Context) (struct{}, error) {
+			return struct{}{}, srcs.ProcessDocument(c, documentID)
+		}, durable.StepOptions{Retries: 5, Backoff: time.Second, MaxBackoff: 30 * time.Second})
+		return err
+	})
+	workers := srcs.IngestWorkers
+	if workers <= 0 {
+		workers = 2
+	}
+	if err := e.Queue("ingest", workers); err != nil {
+		return err
+	}
+	if err := e.Launch(ctx); err != nil {
+		return err
+	}
+	launched = true
+	srcs.StartIngest = func(ctx context.Context, id string) error {
+		return e.Start(ctx, "ingest", "sources.ingest", "ingest:"+id, id)
+	}
+	n, err := srcs.ResumeIngestion(ctx)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		log.Info("documents still processing: their ingestion goes on", "documents", n)
+	}
+	return nil
 }
 
 // Handler is the HTTP API.

@@ -60,6 +60,11 @@ type Config struct {
 	// LimitsFailOpen admits requests when Redis cannot be reached
 	// (default: refuse governed requests with 503).
 	LimitsFailOpen bool `yaml:"limits_fail_open"`
+	// InstanceID names this server among those sharing a PostgreSQL
+	// database (the durable engine resumes a server's unfinished work
+	// when it starts again, and other servers take it over when it does
+	// not). Default: the host name and the listen port.
+	InstanceID string `yaml:"instance_id"`
 	// Limits are rate limits and quotas per key, team or model (YAML
 	// only; the admin API can override them; see docs/limits.md).
 	Limits []limits.Rule `yaml:"limits"`
@@ -100,6 +105,7 @@ var settings = []setting{
 	{"RedisURL", "redis_url", "SOVEREIGN_REDIS_URL", "", "Redis for rate limits and quotas shared by several replicas, redis://host:port/db (default: in memory)"},
 	{"LimitsFailOpen", "limits_fail_open", "SOVEREIGN_LIMITS_FAIL_OPEN", "false", "admit requests when Redis is down (default: refuse governed requests with 503)"},
 	{"LogCheckpointInterval", "log_checkpoint_interval", "SOVEREIGN_LOG_CHECKPOINT_INTERVAL", "1h", "how often a Merkle checkpoint (RFC 6962 root) of the request log is stored, for audit verify and proofs (0: never)"},
+	{"InstanceID", "instance_id", "SOVEREIGN_INSTANCE_ID", "", "this server's name among those sharing a PostgreSQL database, stable across restarts (default: host name and listen port)"},
 	{"LogRetention", "log_retention", "SOVEREIGN_LOG_RETENTION", "0s", "how long request records are kept, e.g. 2160h (0: forever); older ones are purged hourly, the chain kept verifiable"},
 }
 
@@ -152,6 +158,11 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	}
 	if c.DatabaseURL == "" {
 		c.DatabaseURL = filepath.Join(c.DataDir, "sovereign.db")
+	}
+	if c.InstanceID == "" {
+		host, _ := os.Hostname()
+		_, port, _ := net.SplitHostPort(c.Addr)
+		c.InstanceID = host + ":" + port
 	}
 	return c, c.Validate()
 }

@@ -22,17 +22,25 @@ type replica struct {
 	t    *testing.T
 	base string
 	logs *bytes.Buffer
+	cmd  *exec.Cmd
+}
+
+// kill ends the server with SIGKILL, as a crash would: nothing of its own
+// shutdown runs.
+func (r *replica) kill() {
+	r.cmd.Process.Kill()
+	r.cmd.Wait()
 }
 
 // startReplica runs `sovereign serve` on the shared database and Redis.
-func startReplica(t *testing.T, dbURL, redisURL, modelsDir, key string) *replica {
+func startReplica(t *testing.T, dbURL, redisURL, modelsDir, key string, env ...string) *replica {
 	t.Helper()
 	addr := freeAddr(t)
 	cmd := exec.Command(testutil.Binary(t), "serve")
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(append(os.Environ(),
 		"SOVEREIGN_ADDR="+addr, "SOVEREIGN_DATA_DIR="+t.TempDir(), "SOVEREIGN_MODELS_DIR="+modelsDir,
 		"SOVEREIGN_DATABASE_URL="+dbURL, "SOVEREIGN_REDIS_URL="+redisURL, "SOVEREIGN_BOOTSTRAP_KEY="+key,
-		"SOVEREIGN_THREADS=1", "SOVEREIGN_CTX=512", "SOVEREIGN_SLOTS=2")
+		"SOVEREIGN_THREADS=1", "SOVEREIGN_CTX=512", "SOVEREIGN_SLOTS=2"), env...)
 	logs := &bytes.Buffer{}
 	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
@@ -45,7 +53,7 @@ func startReplica(t *testing.T, dbURL, redisURL, modelsDir, key string) *replica
 			t.Logf("replica %s log:\n%s", addr, tail(logs.String(), 3000))
 		}
 	})
-	r := &replica{t: t, base: "http://" + addr, logs: logs}
+	r := &replica{t: t, base: "http://" + addr, logs: logs, cmd: cmd}
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		resp, err := http.Get(r.base + "/readyz")
 		if err == nil {

@@ -61,8 +61,12 @@ type Service struct {
 	// server sharing the database reach this server's searches within
 	// about that long. See index.go.
 	SyncInterval time.Duration
-	Log          *slog.Logger
-	Now          func() time.Time
+	// StartIngest, when set, hands a stored document's processing to
+	// the durable engine (which calls ProcessDocument, and again after a
+	// crash); nil processes it in a goroutine of this server.
+	StartIngest func(ctx context.Context, documentID string) error
+	Log         *slog.Logger
+	Now         func() time.Time
 
 	wg       sync.WaitGroup
 	workers  chan struct{}
@@ -113,6 +117,15 @@ func (s *Service) Ingest(ctx context.Context, c Collection, d Document) (Documen
 	if err := s.Store.CreateDocument(ctx, d); err != nil {
 		return Document{}, err
 	}
+	if s.StartIngest != nil {
+		// The durable engine takes it from here. Should it fail to
+		// (or this server die first), ResumeIngestion starts it at the
+		// next start: the document is stored, and is processing.
+		if err := s.StartIngest(ctx, d.ID); err != nil {
+			s.log().Warn("document ingestion not started; it will be at the next start", "document", d.ID, "err", err)
+		}
+		return d, nil
+	}
 	s.initOnce.Do(func() {
 		n := s.IngestWorkers
 		if n <= 0 {
@@ -126,21 +139,112 @@ func (s *Service) Ingest(ctx context.Context, c Collection, d Document) (Documen
 		s.workers <- struct{}{}
 		defer func() { <-s.workers }()
 		// Ingestion belongs to the document, not to the request.
-		bg := context.WithoutCancel(ctx)
-		if err := s.process(bg, c, d); err != nil {
+		if err := s.ProcessDocument(context.WithoutCancel(ctx), d.ID); err != nil {
 			s.log().Warn("document ingestion failed", "document", d.ID, "collection", c.ID, "err", err)
-			failed, msg := StatusFailed, err.Error()
-			s.Store.UpdateDocument(bg, d.ID, DocumentUpdate{Status: &failed, Error: &msg}, s.now())
 		}
 	}()
 	return d, nil
 }
 
+// ResumeIngestion starts the ingestion of every document still
+// processing (through StartIngest, whose ids make this harmless for the
+// ones already under way): what was accepted before a crash, between a
+// document's creation and the start of its processing, is not left
+// behind. It returns how many documents it found.
+func (s *Service) ResumeIngestion(ctx context.Context) (int, error) {
+	if s.StartIngest == nil {
+		return 0, nil
+	}
+	ids, err := s.Store.ProcessingDocuments(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for _, id := range ids {
+		if err := s.StartIngest(ctx, id); err != nil {
+			return 0, fmt.Errorf("sources: resuming the ingestion of %s: %w", id, err)
+		}
+	}
+	return len(ids), nil
+}
+
+// ProcessDocument chunks, embeds and indexes a stored document still
+// processing, and marks it ready, or failed with the reason. It is safe
+// to run again after an interruption at any point (the durable engine
+// does, after a crash): a document no longer processing is left alone,
+// and chunks stored by an interrupted run — all of a document's chunks
+// are stored in one transaction — are kept rather than embedded again.
+// It returns an error only when the store fails, so the caller may retry.
+func (s *Service) ProcessDocument(ctx context.Context, id string) error {
+	d, err := s.Store.GetDocument(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil // deleted meanwhile
+	}
+	if err != nil {
+		return err
+	}
+	if d.Status != StatusProcessing {
+		return nil
+	}
+	c, err := s.Store.GetCollection(ctx, d.CollectionID)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := s.process(ctx, c, d); err != nil {
+		// A store failure, or this server stopping, is not the
+		// document's fault: the caller retries, or the durable engine
+		// resumes it at the next start.
+		if errors.Is(err, errStore) || ctx.Err() != nil {
+			return err
+		}
+		s.log().Warn("document ingestion failed", "document", d.ID, "collection", c.ID, "err", err)
+		failed, msg := StatusFailed, err.Error()
+		return s.Store.UpdateDocument(ctx, d.ID, DocumentUpdate{Status: &failed, Error: &msg}, s.now())
+	}
+	return nil
+}
+
+// errStore marks a failure of the store, not of the document: ingestion
+// is retried rather than failed.
+var errStore = errors.New("store")
+
 // process chunks, embeds and stores one document.
 func (s *Service) process(ctx context.Context, c Collection, d Document) error {
+	ids, err := s.Store.ChunkIDs(ctx, d.ID)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errStore, err)
+	}
+	n := len(ids)
+	if n == 0 {
+		if ids, err = s.embedAndStore(ctx, c, d); err != nil {
+			return err
+		}
+		n = len(ids)
+	}
+	// The index takes the new vectors (and any other server's) from the
+	// store, like every vector it holds.
+	st, err := s.syncIndex(ctx, c.ID, clock(), true)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errStore, err)
+	}
+	if err := st.takeRejected(ids); err != nil {
+		return err
+	}
+	ready, p := StatusReady, 1.0
+	if err := s.Store.UpdateDocument(ctx, d.ID, DocumentUpdate{Status: &ready, ChunkCount: &n, Progress: &p}, s.now()); err != nil {
+		return fmt.Errorf("%w: %w", errStore, err)
+	}
+	return nil
+}
+
+// embedAndStore chunks and embeds d, stores its chunks and returns their
+// ids.
+func (s *Service) embedAndStore(ctx context.Context, c Collection, d Document) ([]int64, error) {
 	spans := s.Split(d.Text)
 	if len(spans) == 0 {
-		return errors.New("the document has no text to index")
+		return nil, errors.New("the document has no text to index")
 	}
 	// Byte offsets to character offsets, in one pass.
 	toChar := runeOffsets(d.Text)
@@ -160,10 +264,10 @@ func (s *Service) process(ctx context.Context, c Collection, d Document) error {
 		}
 		res, err := s.Embed.Embed(ctx, inference.EmbeddingRequest{Model: c.EmbeddingModel, Input: in})
 		if err != nil {
-			return fmt.Errorf("embedding with %s: %w", c.EmbeddingModel, err)
+			return nil, fmt.Errorf("embedding with %s: %w", c.EmbeddingModel, err)
 		}
 		if len(res.Embeddings) != len(in) {
-			return fmt.Errorf("embedding with %s: %d vectors for %d chunks", c.EmbeddingModel, len(res.Embeddings), len(in))
+			return nil, fmt.Errorf("embedding with %s: %d vectors for %d chunks", c.EmbeddingModel, len(res.Embeddings), len(in))
 		}
 		for j, v := range res.Embeddings {
 			chunks[i+j].Embedding = v
@@ -173,19 +277,9 @@ func (s *Service) process(ctx context.Context, c Collection, d Document) error {
 	}
 	ids, err := s.Store.AddChunks(ctx, chunks)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("%w: %w", errStore, err)
 	}
-	// The index takes the new vectors (and any other server's) from the
-	// store, like every vector it holds.
-	st, err := s.syncIndex(ctx, c.ID, clock(), true)
-	if err != nil {
-		return err
-	}
-	if err := st.takeRejected(ids); err != nil {
-		return err
-	}
-	ready, n, p := StatusReady, len(chunks), 1.0
-	return s.Store.UpdateDocument(ctx, d.ID, DocumentUpdate{Status: &ready, ChunkCount: &n, Progress: &p}, s.now())
+	return ids, nil
 }
 
 // runeOffsets returns a function from byte offsets of text (ascending or

@@ -109,6 +109,9 @@ type Store interface {
 	// ListDocuments returns a collection's documents without their text,
 	// oldest first.
 	ListDocuments(ctx context.Context, collectionID string) ([]Document, error)
+	// ProcessingDocuments returns the ids of the documents still
+	// processing, oldest first.
+	ProcessingDocuments(ctx context.Context) ([]string, error)
 	// UpdateDocument changes a document's processing state (ErrNotFound).
 	UpdateDocument(ctx context.Context, id string, u DocumentUpdate, at time.Time) error
 	// DeleteDocument removes a document and its chunks from every index

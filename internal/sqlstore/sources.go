@@ -197,6 +197,25 @@ func (s *Store) ListDocuments(ctx context.Context, collectionID string) ([]sourc
 	return out, rows.Err()
 }
 
+// ProcessingDocuments returns the ids of the documents still processing,
+// oldest first.
+func (s *Store) ProcessingDocuments(ctx context.Context) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, s.rebind(`SELECT id FROM documents WHERE status = ? ORDER BY created_at, id`), sources.StatusProcessing)
+	if err != nil {
+		return nil, s.errorf("processing documents: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, s.errorf("processing documents: %w", err)
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
 // UpdateDocument changes the document's processing state. Errors:
 // sources.ErrNotFound.
 func (s *Store) UpdateDocument(ctx context.Context, id string, u sources.DocumentUpdate, at time.Time) error {

@@ -70,6 +70,11 @@ func PostgresURL(t testing.TB) string {
 		if _, err := db.ExecContext(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
 			t.Errorf("drop schema %s: %v", schema, err)
 		}
+		// The durable engine's tables, beside the schema's
+		// (internal/durable).
+		if _, err := db.ExecContext(ctx, "DROP SCHEMA IF EXISTS "+schema+"_dbos CASCADE"); err != nil {
+			t.Errorf("drop schema %s_dbos: %v", schema, err)
+		}
 	})
 	return withSearchPath(t, base, schema)
 }

@@ -1,0 +1,344 @@
+// Package durable is Sovereign's durable execution engine: the background
+// work that must outlive the request that started it and the process that
+// runs it — document ingestion now, workflow runs, batch lines and webhook
+// deliveries next — runs here as workflows of checkpointed steps.
+//
+// It is DBOS Transact (github.com/dbos-inc/dbos-transact-golang), embedded:
+// its tables live in the application's own database (SQLite: the same file,
+// through a handle of its own; PostgreSQL: the same database, schema
+// "dbos"), so there is no other server to run. A workflow is a Go function
+// registered by name; each step's result is stored when the step ends, and
+// a workflow interrupted by a crash resumes after its last finished step —
+// at the next start of the same server, or, on PostgreSQL, on another
+// server once this one's heartbeat is stale (takeover.go). See
+// docs/durable.md for the choice of DBOS and what it guarantees.
+package durable
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dbos-inc/dbos-transact-golang/dbos"
+	// The SQLite driver registration DBOS needs for a sqlite: URL (it
+	// registers modernc.org/sqlite's error codes; the driver itself is the
+	// one the store uses).
+	_ "github.com/dbos-inc/dbos-transact-golang/dbos/driver/sqlite"
+)
+
+// Version is the version of the registered workflows' code. DBOS resumes
+// only workflows started by the same version, so it changes only when a
+// workflow's steps change in a way an interrupted run could not resume
+// through (docs/durable.md, "Upgrades").
+const Version = "sovereign-durable-1"
+
+// Context is a running workflow's context: steps, sleeps and messages take
+// it.
+type Context = dbos.Context
+
+// Config configures an Engine.
+type Config struct {
+	// DatabaseURL is the application's database: a SQLite path (plain,
+	// sqlite:path or sqlite:///path) or a postgres:// URL.
+	DatabaseURL string
+	// ExecutorID names this server among those sharing a PostgreSQL
+	// database; it must be stable across restarts (a server resumes its
+	// own interrupted work at start) and unique among live servers. On
+	// SQLite, which one server uses, it is always "local".
+	ExecutorID string
+	// Schema is the PostgreSQL schema of DBOS's tables (default: "dbos",
+	// or "<schema>_dbos" when DatabaseURL sets a search_path, so that
+	// applications sharing a database in schemas of their own — the
+	// tests do — keep their durable work apart too).
+	Schema string
+	// Heartbeat is how often a server on PostgreSQL says it is alive
+	// (default 2 s), and DeadAfter how long after its last heartbeat
+	// another server takes over its unfinished workflows (default 15 s).
+	Heartbeat, DeadAfter time.Duration
+	Log                  *slog.Logger
+}
+
+// Engine runs durable workflows.
+type Engine struct {
+	cfg      Config
+	log      *slog.Logger
+	dctx     dbos.Context
+	postgres bool
+
+	mu       sync.Mutex
+	launched bool
+	queues   map[string]dbos.Queue
+	starts   map[string]func(ctx context.Context, q dbos.Queue, id string, input any) error
+
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+// New opens the engine on cfg's database (creating or migrating DBOS's
+// tables). Register workflows and queues, then Launch.
+func New(ctx context.Context, cfg Config) (*Engine, error) {
+	log := cfg.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = 2 * time.Second
+	}
+	if cfg.DeadAfter <= 0 {
+		cfg.DeadAfter = 15 * time.Second
+	}
+	e := &Engine{cfg: cfg, log: log, queues: map[string]dbos.Queue{}, starts: map[string]func(context.Context, dbos.Queue, string, any) error{}}
+	dc := dbos.Config{
+		AppName:            "sovereign",
+		ApplicationVersion: Version,
+		// DBOS logs every workflow's start and every retried step at
+		// info and error level; the application keeps its warnings.
+		Logger: slog.New(minLevel{log.Handler(), slog.LevelWarn}).With("component", "durable"),
+	}
+	switch u := cfg.DatabaseURL; {
+	case strings.HasPrefix(u, "postgres://"), strings.HasPrefix(u, "postgresql://"):
+		e.postgres = true
+		if cfg.Schema == "" {
+			cfg.Schema = schemaFor(u)
+		}
+		e.cfg.Schema = cfg.Schema
+		dc.DatabaseURL, dc.DatabaseSchema = u, cfg.Schema
+		if cfg.ExecutorID == "" {
+			cfg.ExecutorID, _ = os.Hostname()
+			e.cfg.ExecutorID = cfg.ExecutorID
+		}
+		dc.ExecutorID = cfg.ExecutorID
+	default:
+		path := strings.TrimPrefix(strings.TrimPrefix(u, "sqlite://"), "sqlite:")
+		if path == "" || path == ":memory:" {
+			return nil, errors.New("durable: the durable engine needs a database file (not an in-memory database)")
+		}
+		dc.DatabaseURL, dc.ExecutorID = "sqlite:"+path, "local"
+	}
+	if e.postgres {
+		// DBOS creates and migrates its schema on its own, and two
+		// servers doing it at once collide (CREATE SCHEMA IF NOT EXISTS
+		// is not safe against a concurrent one): servers take turns.
+		unlock, err := migrationLock(ctx, cfg.DatabaseURL)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
+	}
+	dctx, err := dbos.NewContext(ctx, dc)
+	if err != nil {
+		return nil, fmt.Errorf("durable: %w", err)
+	}
+	e.dctx = dctx
+	return e, nil
+}
+
+// Register makes fn runnable as the workflow name. Call it before Launch.
+// fn's input is stored as JSON and given back to it when the workflow
+// resumes after a crash; its steps run through Step.
+func Register[P any](e *Engine, name string, fn func(Context, P) error) {
+	wf := func(ctx dbos.Context, in P) (struct{}, error) { return struct{}{}, fn(ctx, in) }
+	dbos.RegisterWorkflow(e.dctx, wf, dbos.WithWorkflowName(name))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.starts[name] = func(ctx context.Context, q dbos.Queue, id string, input any) error {
+		in, ok := input.(P)
+		if !ok {
+			return fmt.Errorf("durable: workflow %s takes %T, not %T", name, *new(P), input)
+		}
+		opts := []dbos.WorkflowOption{dbos.WithWorkflowID(id)}
+		if q != nil {
+			opts = append(opts, dbos.WithQueue(q))
+		}
+		// The id makes a start idempotent: starting a workflow id that
+		// exists returns it, whatever its state.
+		_, err := dbos.RunWorkflow(e.dctx.From(e.dctx, context.WithoutCancel(ctx)), wf, in, opts...)
+		return err
+	}
+}
+
+// Queue declares a queue whose workflows run at most concurrency at a
+// time on each server (0: no bound).
+func (e *Engine) Queue(name string, concurrency int) error {
+	opts := []dbos.QueueOption{dbos.WithQueueBasePollingInterval(200 * time.Millisecond)}
+	if concurrency > 0 {
+		opts = append(opts, dbos.WithWorkerConcurrency(concurrency))
+	}
+	q, err := dbos.RegisterQueue(e.dctx, name, opts...)
+	if err != nil {
+		return fmt.Errorf("durable: queue %s: %w", name, err)
+	}
+	e.mu.Lock()
+	e.queues[name] = q
+	e.mu.Unlock()
+	return nil
+}
+
+// Launch starts running workflows: this server's interrupted ones resume,
+// and on PostgreSQL the heartbeat and the takeover of dead servers' work
+// begin.
+func (e *Engine) Launch(ctx context.Context) error {
+	loop, stop := context.WithCancel(context.WithoutCancel(ctx))
+	e.stop, e.done = stop, make(chan struct{})
+	if e.postgres {
+		t, err := openTakeover(ctx, e)
+		if err != nil {
+			stop()
+			close(e.done)
+			return err
+		}
+		go func() {
+			defer close(e.done)
+			t.run(loop)
+		}()
+	} else {
+		close(e.done)
+	}
+	if err := dbos.Launch(e.dctx); err != nil {
+		return fmt.Errorf("durable: %w", err)
+	}
+	e.mu.Lock()
+	e.launched = true
+	e.mu.Unlock()
+	return nil
+}
+
+// Start starts the workflow name with input under id, on queue (""
+// runs it at once, not queued). Starting an id that exists does nothing:
+// callers derive ids from what the work is about ("ingest:doc_…"), so a
+// repeated start — a retried request, a sweep after a crash — cannot run
+// the work twice.
+func (e *Engine) Start(ctx context.Context, queue, name, id string, input any) error {
+	e.mu.Lock()
+	start, ok := e.starts[name]
+	q, qok := e.queues[queue]
+	e.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("durable: no workflow %q", name)
+	}
+	if queue != "" && !qok {
+		return fmt.Errorf("durable: no queue %q", queue)
+	}
+	return start(ctx, q, id, input)
+}
+
+// Status is a workflow's state: "PENDING" (running or to resume),
+// "ENQUEUED", "SUCCESS", "ERROR", "CANCELLED", …; "" when there is no
+// workflow of that id.
+func (e *Engine) Status(ctx context.Context, id string) (string, error) {
+	ws, err := dbos.ListWorkflows(e.dctx, dbos.WithFilterWorkflowIDs(id), dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
+	if err != nil || len(ws) == 0 {
+		return "", err
+	}
+	return string(ws[0].Status), nil
+}
+
+// StepOptions tune a step: Retries more attempts after a failure (0: none),
+// the first after Backoff (default 100 ms), doubling up to MaxBackoff
+// (default 5 s).
+type StepOptions struct {
+	Retries             int
+	Backoff, MaxBackoff time.Duration
+}
+
+// Step runs fn as the step name of the workflow ctx runs: once, its result
+// stored; a resumed workflow gets the stored result instead of running it
+// again. A step interrupted by a crash runs again, so fn must be safe to
+// repeat.
+func Step[R any](ctx Context, name string, fn func(context.Context) (R, error), o StepOptions) (R, error) {
+	opts := []dbos.StepOption{dbos.WithStepName(name)}
+	if o.Retries > 0 {
+		opts = append(opts, dbos.WithStepMaxRetries(o.Retries))
+		if o.Backoff > 0 {
+			opts = append(opts, dbos.WithStepBaseInterval(o.Backoff))
+		}
+		if o.MaxBackoff > 0 {
+			opts = append(opts, dbos.WithStepMaxInterval(o.MaxBackoff))
+		}
+	}
+	return dbos.RunAsStep(ctx, func(c context.Context) (R, error) { return fn(c) }, opts...)
+}
+
+// Close stops the heartbeat and DBOS, waiting up to timeout for running
+// steps to end (unfinished workflows resume at the next start).
+func (e *Engine) Close(timeout time.Duration) {
+	if e.stop != nil {
+		e.stop()
+		<-e.done
+	}
+	if err := dbos.Shutdown(e.dctx, timeout); err != nil {
+		e.log.Warn("durable: shutdown", "err", err)
+	}
+}
+
+// schemaFor is the default schema of DBOS's tables for a PostgreSQL URL.
+func schemaFor(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "dbos"
+	}
+	first, _, _ := strings.Cut(u.Query().Get("search_path"), ",")
+	first = strings.Trim(strings.TrimSpace(first), `"`)
+	if first == "" || first == "public" || first == "$user" {
+		return "dbos"
+	}
+	return first + "_dbos"
+}
+
+// minLevel drops records below a level.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(a []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(a), h.min}
+}
+
+func (h minLevel) WithGroup(n string) slog.Handler { return minLevel{h.Handler.WithGroup(n), h.min} }
+
+// Recv waits up to timeout for a message on topic sent to the running
+// workflow (Send); ok is false when the timeout passed first. The wait
+// is durable: its deadline is stored, and a workflow resumed after a
+// crash waits only what is left.
+func Recv[R any](ctx Context, topic string, timeout time.Duration) (msg R, ok bool, err error) {
+	msg, err = dbos.Recv[R](ctx, topic, timeout)
+	if errors.Is(err, dbos.ErrTimeout) {
+		return msg, false, nil
+	}
+	return msg, err == nil, err
+}
+
+// Sleep waits d, durably: a workflow resumed after a crash sleeps only
+// what is left.
+func Sleep(ctx Context, d time.Duration) error {
+	_, err := dbos.Sleep(ctx, d)
+	return err
+}
+
+// Send sends msg on topic to the workflow id. key makes it idempotent: a
+// message sent again with the same key is delivered once.
+func (e *Engine) Send(ctx context.Context, id, topic string, msg any, key string) error {
+	return dbos.Send(e.dctx.From(e.dctx, context.WithoutCancel(ctx)), id, msg, topic, dbos.WithIdempotencyKey(key))
+}
+
+// Cancel cancels the workflow id: its running step ends, no other starts.
+func (e *Engine) Cancel(ctx context.Context, id string) error {
+	return dbos.CancelWorkflow(e.dctx.From(e.dctx, context.WithoutCancel(ctx)), id)
+}
+
+// Interrupted reports whether err is the engine stopping a workflow (a
+// cancellation, this server shutting down) rather than a step's failure.
+func Interrupted(err error) bool {
+	return errors.Is(err, dbos.ErrWorkflowCancelled) || errors.Is(err, context.Canceled)
+}
