@@ -108,6 +108,27 @@ func (e *Error) Status() int {
 	return 500
 }
 
+// FromBody reads an API error back from a response of status with the
+// envelope body (an in-process call's answer). A body that is not an
+// envelope gives an internal error quoting the status.
+func FromBody(status int, body []byte) *Error {
+	var env struct {
+		Error struct {
+			Message string  `json:"message"`
+			Param   *string `json:"param"`
+			Code    *string `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &env) != nil || env.Error.Code == nil {
+		return &Error{Code: Internal, Message: "status " + strconv.Itoa(status) + ": " + string(body[:min(len(body), 200)])}
+	}
+	e := &Error{Code: Code(*env.Error.Code), Message: env.Error.Message}
+	if env.Error.Param != nil {
+		e.Param = *env.Error.Param
+	}
+	return e
+}
+
 // New returns an error with code and message.
 func New(code Code, msg string) *Error { return &Error{Code: code, Message: msg} }
 

@@ -65,6 +65,12 @@ type Server struct {
 	// Policies, when set, evaluates policies on inference requests and
 	// answers and serves /v1/policies and /v1/policy_decisions.
 	Policies Policies
+	// Events, when set, serves GET /v1/events from the event log (nil:
+	// that route answers 404).
+	Events EventLog
+	// Stop, when closed, ends the open event streams: the server is
+	// shutting down (clients resume elsewhere with Last-Event-ID).
+	Stop <-chan struct{}
 	// Metrics, when set, records requests and tokens and serves /metrics.
 	Metrics *metrics.Metrics
 	// Ready reports whether the server can serve (GET /readyz); nil: ready.
@@ -74,6 +80,8 @@ type Server struct {
 	MaxBody int64
 
 	mux *http.ServeMux
+	// handler is the whole API as Handler built it, for Invoke.
+	handler http.Handler
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
@@ -111,7 +119,8 @@ func (s *Server) Handler() http.Handler {
 		route(rt.pattern, rt.scope, rt.h)
 	}
 	route("/", public, s.notFound)
-	return s.observe(mux)
+	s.handler = s.observe(mux)
+	return s.handler
 }
 
 // public marks routes that need no API key.
@@ -177,6 +186,7 @@ func (s *Server) routes() []apiRoute {
 		{"DELETE /v1/policies/{id}", auth.ScopeAdmin, s.deletePolicy},
 		{"GET /v1/policy_decisions", auth.ScopeRecordsRead, s.listDecisions},
 		{"GET /v1/policy_decisions/{id}", auth.ScopeRecordsRead, s.getDecision},
+		{"GET /v1/events", auth.ScopeInference, s.streamEvents},
 		{"GET /v1/limits", auth.ScopeInference, s.listLimits},
 		{"GET /v1/limits/rules", auth.ScopeAdmin, s.listLimitRules},
 		{"GET /v1/limits/rules/{scope}/{subject...}", auth.ScopeAdmin, s.getLimitRule},

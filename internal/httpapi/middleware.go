@@ -235,6 +235,17 @@ func clientIP(r *http.Request) string {
 // authenticate checks the bearer key and the route's scope. It returns the
 // request with the key in its context.
 func (s *Server) authenticate(r *http.Request, scope auth.Scope) (*http.Request, error) {
+	if key, ok := invokedKey(r); ok {
+		// An in-process call (Invoke): the key was looked up by id and
+		// checked active; its scopes still decide.
+		if !auth.HasScope(key, scope) {
+			return r, &apierr.Error{Code: apierr.PermissionDenied, Message: "This API key lacks the '" + string(scope) + "' scope this operation needs."}
+		}
+		if info, ok := r.Context().Value(infoCtx).(*requestInfo); ok {
+			info.key = &key
+		}
+		return r.WithContext(context.WithValue(r.Context(), keyCtx, key)), nil
+	}
 	h := r.Header.Get("Authorization")
 	if h == "" {
 		return r, apierr.New(apierr.MissingAPIKey, "You didn't provide an API key. Send it in the Authorization header as 'Bearer sk-sov-…'.")

@@ -34,6 +34,7 @@ type Metrics struct {
 	limitErrors    *prometheus.CounterVec
 	limitUnsettled prometheus.Counter
 	decisionsLost  prometheus.Counter
+	eventsLost     prometheus.Counter
 }
 
 // New registers the collectors; models is called at scrape time for the
@@ -70,8 +71,11 @@ func New(models func() []ModelState) *Metrics {
 		decisionsLost: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sovereign_policy_decisions_lost_total", Help: "Policy decisions not stored (the writer's buffer was full, or the store failed).",
 		}),
+		eventsLost: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sovereign_events_lost_total", Help: "Events not stored in the event log (the bus's queue was full, or the store failed): GET /v1/events and webhooks never see them.",
+		}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.tokens, m.outcomes, m.records, m.limitRefused, m.limitErrors, m.limitUnsettled, m.decisionsLost,
+	reg.MustRegister(m.requests, m.latency, m.tokens, m.outcomes, m.records, m.limitRefused, m.limitErrors, m.limitUnsettled, m.decisionsLost, m.eventsLost,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if models != nil {
 		reg.MustRegister(&engineCollector{models: models})
@@ -145,3 +149,6 @@ func (m *Metrics) LimitsUnsettled(tokens int64) { m.limitUnsettled.Add(float64(t
 
 // DecisionsLost counts policy decisions that were not stored.
 func (m *Metrics) DecisionsLost(n int) { m.decisionsLost.Add(float64(n)) }
+
+// EventsLost counts events that were not stored in the event log.
+func (m *Metrics) EventsLost(n int) { m.eventsLost.Add(float64(n)) }

@@ -15,7 +15,7 @@ import (
 
 // AuditTriggered is the event type published for every flag and deny
 // decision.
-const AuditTriggered = "audit.triggered"
+const AuditTriggered = events.AuditTriggered
 
 // Service keeps the policies in force — compiled once, re-read from the
 // store every few seconds so that a change made through another replica
@@ -23,7 +23,7 @@ const AuditTriggered = "audit.triggered"
 type Service struct {
 	store  Store
 	writer *Writer
-	events events.Publisher
+	events events.TeamPublisher
 	log    *slog.Logger
 	now    func() time.Time
 
@@ -38,8 +38,8 @@ type ServiceConfig struct {
 	// Writer stores decisions off the request path.
 	Writer *Writer
 	// Events, when set, receives audit.triggered for flag and deny
-	// decisions.
-	Events events.Publisher
+	// decisions, as events of the decision's team.
+	Events events.TeamPublisher
 	// Refresh is how often policies are re-read (default 2 s).
 	Refresh time.Duration
 	Log     *slog.Logger
@@ -97,7 +97,7 @@ func (s *Service) Reload(ctx context.Context) error {
 func (s *Service) Set() *Set { return s.set.Load() }
 
 // Record stores decisions and announces flags and denies as
-// audit.triggered events. It never blocks.
+// audit.triggered events of the decision's team. It never blocks.
 func (s *Service) Record(ds []Decision) {
 	if len(ds) == 0 {
 		return
@@ -110,7 +110,7 @@ func (s *Service) Record(ds []Decision) {
 	}
 	for _, d := range ds {
 		if d.Action == ActionFlag || d.Action == ActionDeny {
-			s.events.Publish(AuditTriggered, d)
+			s.events.PublishTeam(d.TeamID, AuditTriggered, d)
 		}
 	}
 }

@@ -56,7 +56,13 @@ var dialect = sqlstore.Dialect{
 	// collection makes its ids visible in increasing order. The two-key
 	// form is a lock space apart from the one-key locks above and goose's.
 	CollectionLock: `SELECT pg_advisory_xact_lock(1935762787, hashtext(?))`,
-	DayExpr:        `to_char(time AT TIME ZONE 'UTC', 'YYYY-MM-DD')`,
+	// One event log across every server, numbered in commit order: the
+	// lock is taken before the sequence hands out a number and released
+	// after the commit is visible. The notice reaches ListenEvents on
+	// every server at commit.
+	EventLock:   `SELECT pg_advisory_xact_lock(7301234568)`,
+	EventNotify: `SELECT pg_notify('` + eventsChannel + `', '')`,
+	DayExpr:     `to_char(time AT TIME ZONE 'UTC', 'YYYY-MM-DD')`,
 }
 
 // Open connects to the PostgreSQL database at url (postgres://… or

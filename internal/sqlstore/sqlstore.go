@@ -57,6 +57,15 @@ type Dialect struct {
 	// order, which is what lets a server read the embeddings added since
 	// the largest id it has seen (see EmbeddingsAfter).
 	CollectionLock string
+	// EventLock, when set, is run first in a transaction that appends to
+	// the event log, to serialize appends across connections and servers
+	// so that events' sequence numbers become visible in increasing order
+	// ("" when write transactions are serialized already).
+	EventLock string
+	// EventNotify, when set, is run in a transaction that stored events,
+	// to tell other servers at commit that the log grew (PostgreSQL
+	// NOTIFY; "" for none).
+	EventNotify string
 	// DayExpr is the SQL expression of a row's UTC day (YYYY-MM-DD) from
 	// its time column.
 	DayExpr string

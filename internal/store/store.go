@@ -13,6 +13,7 @@ import (
 
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
+	"github.com/sovereign-ai/sovereign/internal/events"
 	"github.com/sovereign-ai/sovereign/internal/limits"
 	"github.com/sovereign-ai/sovereign/internal/policy"
 	"github.com/sovereign-ai/sovereign/internal/postgres"
@@ -32,6 +33,7 @@ type Store interface {
 	records.CheckpointStore
 	policy.Store
 	limits.Store
+	events.Store
 	io.Closer
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error

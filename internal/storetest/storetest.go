@@ -53,6 +53,7 @@ func Run(t *testing.T, open func(t *testing.T) auth.KeyStore) {
 		{"LimitRules", testLimitRules},
 		{"Capture", testCapture},
 		{"PurgeDecisions", testPurgeDecisions},
+		{"Events", testEvents},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
