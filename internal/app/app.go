@@ -33,6 +33,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/redis"
 	"github.com/sovereign-ai/sovereign/internal/sources"
 	"github.com/sovereign-ai/sovereign/internal/store"
+	"github.com/sovereign-ai/sovereign/internal/workflow"
 )
 
 // DefaultEmbeddingModel embeds collections that name no model.
@@ -84,6 +85,10 @@ type App struct {
 	// chose it ("" when none applies).
 	RerankModel, RerankWhy string
 
+	// Workflows defines and runs workflows.
+	Workflows *workflow.Service
+
+	handler      http.Handler
 	shuttingDown chan struct{}
 	closers      []func()
 }
@@ -206,9 +211,6 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 	}
 	a.closers = append(a.closers, capture.Close)
 	srcs := sources.New(a.DB, a.Catalog, DefaultEmbeddingModel, log)
-	if err := a.startDurable(ctx, cfg, opts, srcs, log); err != nil {
-		return nil, err
-	}
 	a.API = &httpapi.Server{
 		Models: a.Catalog, Auth: a.Keys, Keys: a.Keys, Metrics: a.Metrics, Log: log, MaxBody: cfg.MaxBodyBytes,
 		Sources: srcs, Answers: &answers.Service{Store: srcs}, Extract: ExtractFile,
@@ -223,6 +225,18 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 			}
 			return a.DB.Ping(ctx)
 		},
+	}
+	a.Workflows = &workflow.Service{Store: a.DB, Caller: caller{a.API}, Events: a.Bus, Log: log}
+	if a.Workflows.Fetcher, err = newFetcher(cfg); err != nil {
+		return nil, err
+	}
+	a.API.Workflows = a.Workflows
+	// The handler is built once: in-process calls (workflow steps, batch
+	// lines) go through it, and they may start as soon as the durable
+	// engine launches.
+	a.handler = a.API.Handler()
+	if err := a.startDurable(ctx, cfg, opts, srcs, log); err != nil {
+		return nil, err
 	}
 	return a, nil
 }
@@ -260,6 +274,10 @@ func (a *App) startDurable(ctx context.Context, cfg config.Config, opts Options,
 		}, durable.StepOptions{Retries: 5, Backoff: time.Second, MaxBackoff: 30 * time.Second})
 		return err
 	})
+	a.Workflows.Engine = e
+	if err := a.Workflows.Register(e, 8); err != nil {
+		return err
+	}
 	workers := srcs.IngestWorkers
 	if workers <= 0 {
 		workers = 2
@@ -274,6 +292,9 @@ func (a *App) startDurable(ctx context.Context, cfg config.Config, opts Options,
 	srcs.StartIngest = func(ctx context.Context, id string) error {
 		return e.Start(ctx, "ingest", "sources.ingest", "ingest:"+id, id)
 	}
+	if err := a.Workflows.ResumeRuns(ctx); err != nil {
+		return err
+	}
 	n, err := srcs.ResumeIngestion(ctx)
 	if err != nil {
 		return err
@@ -285,7 +306,7 @@ func (a *App) startDurable(ctx context.Context, cfg config.Config, opts Options,
 }
 
 // Handler is the HTTP API.
-func (a *App) Handler() http.Handler { return a.API.Handler() }
+func (a *App) Handler() http.Handler { return a.handler }
 
 // ShuttingDown makes /readyz fail, so load balancers stop sending new
 // requests while in-flight ones finish.

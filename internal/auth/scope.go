@@ -25,6 +25,13 @@ const (
 	// ScopeRecordsRead allows reading the caller's team's records: the
 	// request log.
 	ScopeRecordsRead Scope = "records:read"
+	// ScopeWorkflows allows defining and running the team's workflows,
+	// reading their runs and events, and deciding their approvals when
+	// an approval names no approvers.
+	ScopeWorkflows Scope = "workflows"
+	// ScopeApprovals is for approvers: an approval step that names it
+	// among its approvers' scopes may be decided by keys holding it.
+	ScopeApprovals Scope = "approvals"
 	// ScopeAdmin allows everything, for every team: creating, rotating and
 	// revoking keys, managing teams, and every other scope.
 	ScopeAdmin Scope = "admin"
@@ -32,7 +39,7 @@ const (
 
 // ValidScopes lists every scope in a stable order (the order docs and
 // help texts show them in).
-var ValidScopes = []Scope{ScopeInference, ScopeModelsRead, ScopeModelsWrite, ScopeKeysRead, ScopeRecordsRead, ScopeAdmin}
+var ValidScopes = []Scope{ScopeInference, ScopeModelsRead, ScopeModelsWrite, ScopeKeysRead, ScopeRecordsRead, ScopeWorkflows, ScopeApprovals, ScopeAdmin}
 
 // Valid reports whether s is one of ValidScopes.
 func (s Scope) Valid() bool {
@@ -94,7 +101,9 @@ func validList() string {
 // expired is Authenticate's business.
 func HasScope(key Key, scope Scope) bool {
 	for _, s := range key.Scopes {
-		if s == scope || s == ScopeAdmin {
+		// workflows includes approvals: who runs a team's workflows may
+		// see and decide its approvals.
+		if s == scope || s == ScopeAdmin || (s == ScopeWorkflows && scope == ScopeApprovals) {
 			return true
 		}
 	}

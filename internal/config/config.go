@@ -65,6 +65,12 @@ type Config struct {
 	// when it starts again, and other servers take it over when it does
 	// not). Default: the host name and the listen port.
 	InstanceID string `yaml:"instance_id"`
+	// OutboundAllow lists private targets (CIDR prefixes, addresses, host
+	// names) that outbound calls — webhooks, workflow http steps — may
+	// reach; OutboundAllowPrivate allows every private target
+	// (docs/outbound.md).
+	OutboundAllow        []string `yaml:"outbound_allow"`
+	OutboundAllowPrivate bool     `yaml:"outbound_allow_private"`
 	// Limits are rate limits and quotas per key, team or model (YAML
 	// only; the admin API can override them; see docs/limits.md).
 	Limits []limits.Rule `yaml:"limits"`
@@ -105,6 +111,7 @@ var settings = []setting{
 	{"RedisURL", "redis_url", "SOVEREIGN_REDIS_URL", "", "Redis for rate limits and quotas shared by several replicas, redis://host:port/db (default: in memory)"},
 	{"LimitsFailOpen", "limits_fail_open", "SOVEREIGN_LIMITS_FAIL_OPEN", "false", "admit requests when Redis is down (default: refuse governed requests with 503)"},
 	{"LogCheckpointInterval", "log_checkpoint_interval", "SOVEREIGN_LOG_CHECKPOINT_INTERVAL", "1h", "how often a Merkle checkpoint (RFC 6962 root) of the request log is stored, for audit verify and proofs (0: never)"},
+	{"OutboundAllowPrivate", "outbound_allow_private", "SOVEREIGN_OUTBOUND_ALLOW_PRIVATE", "false", "let webhooks and workflow http steps reach private, loopback and link-local addresses (default: refused; outbound_allow lists exceptions in YAML)"},
 	{"InstanceID", "instance_id", "SOVEREIGN_INSTANCE_ID", "", "this server's name among those sharing a PostgreSQL database, stable across restarts (default: host name and listen port)"},
 	{"LogRetention", "log_retention", "SOVEREIGN_LOG_RETENTION", "0s", "how long request records are kept, e.g. 2160h (0: forever); older ones are purged hourly, the chain kept verifiable"},
 }

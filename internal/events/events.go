@@ -38,19 +38,24 @@ const (
 	WorkflowRunFailed         = "workflow.run.failed"
 	WorkflowRunCancelled      = "workflow.run.cancelled"
 	WorkflowApprovalRequested = "workflow.approval.requested"
-	BatchCompleted            = "batch.completed"
-	BatchFailed               = "batch.failed"
-	BatchCancelled            = "batch.cancelled"
-	BatchExpired              = "batch.expired"
-	DocumentReady             = "document.ready"
-	DocumentFailed            = "document.failed"
-	WebhookDisabled           = "webhook.disabled"
+	// WorkflowRunUpdated and WorkflowStepUpdated are every other state
+	// change of a run and of its steps (a run's live stream shows them).
+	WorkflowRunUpdated  = "workflow.run.updated"
+	WorkflowStepUpdated = "workflow.step.updated"
+	BatchCompleted      = "batch.completed"
+	BatchFailed         = "batch.failed"
+	BatchCancelled      = "batch.cancelled"
+	BatchExpired        = "batch.expired"
+	DocumentReady       = "document.ready"
+	DocumentFailed      = "document.failed"
+	WebhookDisabled     = "webhook.disabled"
 )
 
 // Types is every event type, in the order the documentation lists them.
 var Types = []string{
 	ModelReady, ModelFailed, ModelUnloaded, AuditTriggered,
 	WorkflowRunSucceeded, WorkflowRunFailed, WorkflowRunCancelled, WorkflowApprovalRequested,
+	WorkflowRunUpdated, WorkflowStepUpdated,
 	BatchCompleted, BatchFailed, BatchCancelled, BatchExpired,
 	DocumentReady, DocumentFailed, WebhookDisabled,
 }

@@ -112,6 +112,13 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	return s.followEvents(w, r, f, nil)
+}
+
+// followEvents streams f's events as GET /v1/events does; when last is
+// set, the stream ends after the event for which it is true (a run's
+// stream ends with the run).
+func (s *Server) followEvents(w http.ResponseWriter, r *http.Request, f events.Filter, last func(events.Event) bool) error {
 	ctx := r.Context()
 	cur := s.Events.Follow(f)
 	defer cur.Close()
@@ -137,6 +144,10 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request) error {
 				continue
 			}
 			if st.event(ev.ID, ev.Type, b) != nil {
+				return nil
+			}
+			if last != nil && last(ev) {
+				st.flush()
 				return nil
 			}
 		}

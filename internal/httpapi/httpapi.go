@@ -23,6 +23,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/metrics"
 	"github.com/sovereign-ai/sovereign/internal/records"
 	"github.com/sovereign-ai/sovereign/internal/responses"
+	"github.com/sovereign-ai/sovereign/internal/workflow"
 )
 
 // Server holds the API's dependencies.
@@ -80,6 +81,8 @@ type Server struct {
 	MaxBody int64
 
 	mux *http.ServeMux
+	// Workflows defines and runs workflows (nil: the routes answer 404).
+	Workflows *workflow.Service
 	// handler is the whole API as Handler built it, for Invoke.
 	handler http.Handler
 }
@@ -192,6 +195,19 @@ func (s *Server) routes() []apiRoute {
 		{"GET /v1/limits/rules/{scope}/{subject...}", auth.ScopeAdmin, s.getLimitRule},
 		{"PUT /v1/limits/rules/{scope}/{subject...}", auth.ScopeAdmin, s.putLimitRule},
 		{"DELETE /v1/limits/rules/{scope}/{subject...}", auth.ScopeAdmin, s.deleteLimitRule},
+		{"POST /v1/workflows", auth.ScopeWorkflows, s.createWorkflow},
+		{"GET /v1/workflows", auth.ScopeWorkflows, s.listWorkflows},
+		{"GET /v1/workflows/{id}", auth.ScopeWorkflows, s.getWorkflow},
+		{"PUT /v1/workflows/{id}", auth.ScopeWorkflows, s.updateWorkflow},
+		{"DELETE /v1/workflows/{id}", auth.ScopeWorkflows, s.deleteWorkflow},
+		{"POST /v1/workflows/{id}/runs", auth.ScopeWorkflows, s.startRun},
+		{"GET /v1/workflow_runs", auth.ScopeWorkflows, s.listRuns},
+		{"GET /v1/workflow_runs/{id}", auth.ScopeWorkflows, s.getRun},
+		{"POST /v1/workflow_runs/{id}/cancel", auth.ScopeWorkflows, s.cancelRun},
+		{"GET /v1/workflow_runs/{id}/events", auth.ScopeWorkflows, s.runEvents},
+		{"GET /v1/approvals", auth.ScopeApprovals, s.listApprovals},
+		{"GET /v1/approvals/{id}", auth.ScopeApprovals, s.getApproval},
+		{"POST /v1/approvals/{id}", auth.ScopeApprovals, s.decideApproval},
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/responses"
 	"github.com/sovereign-ai/sovereign/internal/sources"
 	"github.com/sovereign-ai/sovereign/internal/sqlite"
+	"github.com/sovereign-ai/sovereign/internal/workflow"
 )
 
 // Store is what every implementation provides: every domain's store
@@ -34,6 +35,7 @@ type Store interface {
 	policy.Store
 	limits.Store
 	events.Store
+	workflow.Store
 	io.Closer
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error

@@ -1,0 +1,459 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
+	"github.com/sovereign-ai/sovereign/internal/events"
+	"github.com/sovereign-ai/sovereign/internal/workflow"
+)
+
+// The workflow routes (docs/workflows.md): definitions, runs, their
+// events, and approvals. A team sees its own objects only: another team's
+// id is a 404. The service does the work; these handlers decode and
+// render.
+
+// WorkflowJSON is the API's workflow object.
+type WorkflowJSON struct {
+	ID          string          `json:"id"`
+	Object      string          `json:"object"`
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Version     int             `json:"version"`
+	Definition  json.RawMessage `json:"definition"`
+	CreatedAt   int64           `json:"created_at"`
+	UpdatedAt   int64           `json:"updated_at"`
+}
+
+func workflowJSON(d workflow.Definition) WorkflowJSON {
+	return WorkflowJSON{ID: d.ID, Object: "workflow", Name: d.Name, Description: d.Description, Version: d.Version,
+		Definition: d.Spec, CreatedAt: d.CreatedAt.Unix(), UpdatedAt: d.UpdatedAt.Unix()}
+}
+
+// RunJSON is the API's run object.
+type RunJSON struct {
+	ID          string             `json:"id"`
+	Object      string             `json:"object"`
+	WorkflowID  string             `json:"workflow_id"`
+	Version     int                `json:"version"`
+	Status      string             `json:"status"`
+	Input       json.RawMessage    `json:"input"`
+	Output      json.RawMessage    `json:"output"`
+	Error       *workflow.RunError `json:"error"`
+	CurrentStep *string            `json:"current_step"`
+	Steps       []StepJSON         `json:"steps"`
+	CreatedAt   int64              `json:"created_at"`
+	StartedAt   *int64             `json:"started_at"`
+	EndedAt     *int64             `json:"ended_at"`
+	DurationMs  *float64           `json:"duration_ms"`
+	KeyID       string             `json:"key_id"`
+	Cancel      bool               `json:"cancel_requested"`
+}
+
+// StepJSON is a step of a run.
+type StepJSON struct {
+	ID         string             `json:"id"`
+	Type       string             `json:"type"`
+	Status     string             `json:"status"`
+	Output     json.RawMessage    `json:"output"`
+	Error      *workflow.RunError `json:"error"`
+	Attempts   int                `json:"attempts"`
+	StartedAt  *int64             `json:"started_at"`
+	EndedAt    *int64             `json:"ended_at"`
+	DurationMs *float64           `json:"duration_ms"`
+}
+
+func unixPtr(t *time.Time) *int64 {
+	if t == nil {
+		return nil
+	}
+	u := t.Unix()
+	return &u
+}
+
+func msBetween(a, b *time.Time) *float64 {
+	if a == nil || b == nil {
+		return nil
+	}
+	ms := float64(b.Sub(*a).Microseconds()) / 1000
+	return &ms
+}
+
+func runJSON(r workflow.Run) RunJSON {
+	out := RunJSON{ID: r.ID, Object: "workflow.run", WorkflowID: r.WorkflowID, Version: r.Version, Status: r.Status,
+		Input: r.Input, Output: r.Output, Error: r.Error, Steps: []StepJSON{}, CreatedAt: r.CreatedAt.Unix(),
+		StartedAt: unixPtr(r.StartedAt), EndedAt: unixPtr(r.EndedAt), DurationMs: msBetween(r.StartedAt, r.EndedAt), KeyID: r.KeyID, Cancel: r.Cancellation}
+	if r.CurrentStep != "" {
+		out.CurrentStep = &r.CurrentStep
+	}
+	for _, st := range r.Steps {
+		out.Steps = append(out.Steps, StepJSON{ID: st.StepID, Type: st.Type, Status: st.Status, Output: st.Output, Error: st.Error,
+			Attempts: st.Attempts, StartedAt: unixPtr(st.StartedAt), EndedAt: unixPtr(st.EndedAt), DurationMs: msBetween(st.StartedAt, st.EndedAt)})
+	}
+	return out
+}
+
+// ApprovalJSON is the API's approval object.
+type ApprovalJSON struct {
+	ID           string             `json:"id"`
+	Object       string             `json:"object"`
+	RunID        string             `json:"run_id"`
+	WorkflowID   string             `json:"workflow_id"`
+	StepID       string             `json:"step_id"`
+	Status       string             `json:"status"`
+	Instructions string             `json:"instructions"`
+	Approvers    workflow.Approvers `json:"approvers"`
+	Comment      string             `json:"comment"`
+	DecidedBy    *string            `json:"decided_by"`
+	DecidedAt    *int64             `json:"decided_at"`
+	ExpiresAt    int64              `json:"expires_at"`
+	CreatedAt    int64              `json:"created_at"`
+}
+
+func approvalJSON(a workflow.Approval) ApprovalJSON {
+	out := ApprovalJSON{ID: a.ID, Object: "workflow.approval", RunID: a.RunID, WorkflowID: a.WorkflowID, StepID: a.StepID, Status: a.Status,
+		Instructions: a.Instructions, Approvers: a.Approvers, Comment: a.Comment, DecidedAt: unixPtr(a.DecidedAt),
+		ExpiresAt: a.ExpiresAt.Unix(), CreatedAt: a.CreatedAt.Unix()}
+	if a.DecidedBy != "" {
+		out.DecidedBy = &a.DecidedBy
+	}
+	return out
+}
+
+// workflowError maps the service's errors to the API's.
+func workflowError(err error, what, id string) error {
+	var ve *workflow.ValidationError
+	var ce *workflow.ConflictError
+	var fe *workflow.ForbiddenError
+	switch {
+	case errors.As(err, &ve):
+		return apierr.Invalid(ve.Param, ve.Message)
+	case errors.As(err, &ce):
+		return &apierr.Error{Code: apierr.Conflict, Message: ce.Message}
+	case errors.As(err, &fe):
+		return &apierr.Error{Code: apierr.PermissionDenied, Message: fe.Message}
+	case errors.Is(err, workflow.ErrNotFound):
+		return apierr.New(apierr.NotFound, "No "+what+" '"+id+"'.")
+	case errors.Is(err, workflow.ErrConflict):
+		return &apierr.Error{Code: apierr.Conflict, Message: "The " + what + " changed meanwhile; read it again."}
+	}
+	return err
+}
+
+func (s *Server) workflowsOn() error {
+	if s.Workflows == nil {
+		return apierr.New(apierr.NotFound, "this server runs no workflows")
+	}
+	return nil
+}
+
+// definition returns the caller's team's workflow named by the path.
+func (s *Server) definition(r *http.Request) (workflow.Definition, error) {
+	if err := s.workflowsOn(); err != nil {
+		return workflow.Definition{}, err
+	}
+	id := r.PathValue("id")
+	d, err := s.Workflows.Store.GetWorkflow(r.Context(), id)
+	if err == nil && d.TeamID != teamOf(r) {
+		err = workflow.ErrNotFound
+	}
+	return d, workflowError(err, "workflow", id)
+}
+
+type workflowRequest struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	Definition  json.RawMessage `json:"definition"`
+}
+
+func (req workflowRequest) check() error {
+	if len(req.Definition) == 0 {
+		return apierr.Invalid("definition", "'definition' is required: {steps: [...], output?}")
+	}
+	return nil
+}
+
+func (s *Server) createWorkflow(w http.ResponseWriter, r *http.Request) error {
+	if err := s.workflowsOn(); err != nil {
+		return err
+	}
+	var req workflowRequest
+	if err := decodeStrict(r.Body, &req); err != nil {
+		return err
+	}
+	if err := req.check(); err != nil {
+		return err
+	}
+	d, err := s.Workflows.Create(r.Context(), teamOf(r), req.Name, req.Description, req.Definition)
+	if err != nil {
+		return prefixed(workflowError(err, "workflow", ""), "definition.")
+	}
+	return writeJSON(w, http.StatusCreated, workflowJSON(d))
+}
+
+// prefixed puts a definition's field path under the request's member.
+func prefixed(err error, prefix string) error {
+	var e *apierr.Error
+	if errors.As(err, &e) && e.Code == apierr.InvalidRequest && e.Param != "" && e.Param != "name" && e.Param != "description" {
+		e.Param = prefix + e.Param
+	}
+	return err
+}
+
+func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request) error {
+	if err := s.workflowsOn(); err != nil {
+		return err
+	}
+	limit := 20
+	if err := listParams(r.URL.Query(), &limit); err != nil {
+		return err
+	}
+	ds, more, err := s.Workflows.Store.ListWorkflows(r.Context(), teamOf(r), r.URL.Query().Get("after"), limit)
+	if err != nil {
+		return err
+	}
+	data := make([]WorkflowJSON, len(ds))
+	for i, d := range ds {
+		data[i] = workflowJSON(d)
+	}
+	page := map[string]any{"object": "list", "data": data, "has_more": more, "first_id": nil, "last_id": nil}
+	if len(data) > 0 {
+		page["first_id"], page["last_id"] = data[0].ID, data[len(data)-1].ID
+	}
+	return writeJSON(w, http.StatusOK, page)
+}
+
+func (s *Server) getWorkflow(w http.ResponseWriter, r *http.Request) error {
+	d, err := s.definition(r)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, workflowJSON(d))
+}
+
+func (s *Server) updateWorkflow(w http.ResponseWriter, r *http.Request) error {
+	d, err := s.definition(r)
+	if err != nil {
+		return err
+	}
+	var req workflowRequest
+	if err := decodeStrict(r.Body, &req); err != nil {
+		return err
+	}
+	if err := req.check(); err != nil {
+		return err
+	}
+	d, err = s.Workflows.Update(r.Context(), d, req.Name, req.Description, req.Definition)
+	if err != nil {
+		return prefixed(workflowError(err, "workflow", d.ID), "definition.")
+	}
+	return writeJSON(w, http.StatusOK, workflowJSON(d))
+}
+
+func (s *Server) deleteWorkflow(w http.ResponseWriter, r *http.Request) error {
+	d, err := s.definition(r)
+	if err != nil {
+		return err
+	}
+	if err := s.Workflows.Store.DeleteWorkflow(r.Context(), d.ID); err != nil {
+		return workflowError(err, "workflow", d.ID)
+	}
+	return writeJSON(w, http.StatusOK, map[string]any{"id": d.ID, "object": "workflow.deleted", "deleted": true})
+}
+
+func (s *Server) startRun(w http.ResponseWriter, r *http.Request) error {
+	d, err := s.definition(r)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Input json.RawMessage `json:"input"`
+	}
+	if err := decodeStrict(r.Body, &req); err != nil {
+		return err
+	}
+	k, _ := KeyFrom(r.Context())
+	run, err := s.Workflows.Start(r.Context(), d, k, req.Input)
+	if err != nil {
+		return workflowError(err, "workflow", d.ID)
+	}
+	return writeJSON(w, http.StatusCreated, runJSON(run))
+}
+
+// run returns the caller's team's run named by the path.
+func (s *Server) run(r *http.Request) (workflow.Run, error) {
+	if err := s.workflowsOn(); err != nil {
+		return workflow.Run{}, err
+	}
+	id := r.PathValue("id")
+	run, err := s.Workflows.Store.GetRun(r.Context(), id)
+	if err == nil && run.TeamID != teamOf(r) {
+		err = workflow.ErrNotFound
+	}
+	return run, workflowError(err, "workflow run", id)
+}
+
+var runStates = []string{workflow.RunQueued, workflow.RunRunning, workflow.RunWaitingApproval, workflow.RunSucceeded, workflow.RunFailed, workflow.RunCancelled}
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
+	if err := s.workflowsOn(); err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	f := workflow.RunFilter{TeamID: teamOf(r), WorkflowID: q.Get("workflow_id"), Status: q.Get("status"), After: q.Get("after"), Limit: 20}
+	if err := listParams(q, &f.Limit); err != nil {
+		return err
+	}
+	if f.Status != "" && !contains(runStates, f.Status) {
+		return apierr.Invalid("status", "'status' is one of queued, running, waiting_approval, succeeded, failed, cancelled")
+	}
+	runs, more, err := s.Workflows.Store.ListRuns(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	data := make([]RunJSON, len(runs))
+	for i, run := range runs {
+		data[i] = runJSON(run)
+		data[i].Steps = nil // the list shows runs; GET /v1/workflow_runs/{id} their steps
+	}
+	page := map[string]any{"object": "list", "data": data, "has_more": more, "first_id": nil, "last_id": nil}
+	if len(data) > 0 {
+		page["first_id"], page["last_id"] = data[0].ID, data[len(data)-1].ID
+	}
+	return writeJSON(w, http.StatusOK, page)
+}
+
+func contains(list []string, v string) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {
+	run, err := s.run(r)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, runJSON(run))
+}
+
+func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
+	run, err := s.run(r)
+	if err != nil {
+		return err
+	}
+	run, err = s.Workflows.Cancel(r.Context(), run)
+	if err != nil {
+		return workflowError(err, "workflow run", run.ID)
+	}
+	return writeJSON(w, http.StatusOK, runJSON(run))
+}
+
+// runEvents serves GET /v1/workflow_runs/{id}/events: every event of the
+// run from its start (or after Last-Event-ID), then live, ending with the
+// run's last.
+func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) error {
+	run, err := s.run(r)
+	if err != nil {
+		return err
+	}
+	if s.Events == nil {
+		return apierr.New(apierr.NotFound, "this server keeps no event log")
+	}
+	f := events.Filter{Team: run.TeamID, Subject: run.ID}
+	id, param := r.Header.Get("Last-Event-ID"), "Last-Event-ID"
+	if id == "" {
+		id, param = r.URL.Query().Get("after"), "after"
+	}
+	if id != "" {
+		ev, err := s.Events.Event(r.Context(), id)
+		if err != nil || ev.Subject != run.ID {
+			return apierr.Invalid(param, "no event '"+id+"' of this run to resume after")
+		}
+		f.After = ev.Seq
+	}
+	return s.followEvents(w, r, f, func(ev events.Event) bool {
+		return ev.Type == events.WorkflowRunSucceeded || ev.Type == events.WorkflowRunFailed || ev.Type == events.WorkflowRunCancelled
+	})
+}
+
+// approval returns an approval the caller's team may see.
+func (s *Server) approval(r *http.Request) (workflow.Approval, error) {
+	if err := s.workflowsOn(); err != nil {
+		return workflow.Approval{}, err
+	}
+	id := r.PathValue("id")
+	a, err := s.Workflows.Store.GetApproval(r.Context(), id)
+	k, _ := KeyFrom(r.Context())
+	if err == nil && !workflow.CanSee(a, k) {
+		err = workflow.ErrNotFound
+	}
+	return a, workflowError(err, "approval", id)
+}
+
+var approvalStates = []string{workflow.ApprovalPending, workflow.ApprovalApproved, workflow.ApprovalRejected, workflow.ApprovalExpired}
+
+func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) error {
+	if err := s.workflowsOn(); err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	limit := 20
+	if err := listParams(q, &limit); err != nil {
+		return err
+	}
+	status := q.Get("status")
+	if status != "" && !contains(approvalStates, status) {
+		return apierr.Invalid("status", "'status' is one of pending, approved, rejected, expired")
+	}
+	as, more, err := s.Workflows.Store.ListApprovals(r.Context(), teamOf(r), status, q.Get("after"), limit)
+	if err != nil {
+		return err
+	}
+	data := make([]ApprovalJSON, len(as))
+	for i, a := range as {
+		data[i] = approvalJSON(a)
+	}
+	page := map[string]any{"object": "list", "data": data, "has_more": more, "first_id": nil, "last_id": nil}
+	if len(data) > 0 {
+		page["first_id"], page["last_id"] = data[0].ID, data[len(data)-1].ID
+	}
+	return writeJSON(w, http.StatusOK, page)
+}
+
+func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.approval(r)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, approvalJSON(a))
+}
+
+func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.approval(r)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Decision string `json:"decision"`
+		Comment  string `json:"comment"`
+	}
+	if err := decodeStrict(r.Body, &req); err != nil {
+		return err
+	}
+	if req.Decision != "approve" && req.Decision != "reject" {
+		return apierr.Invalid("decision", "'decision' is approve or reject")
+	}
+	k, _ := KeyFrom(r.Context())
+	a, err = s.Workflows.Decide(r.Context(), a, k, req.Decision == "approve", req.Comment)
+	if err != nil {
+		return workflowError(err, "approval", a.ID)
+	}
+	return writeJSON(w, http.StatusOK, approvalJSON(a))
+}

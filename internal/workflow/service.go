@@ -1,0 +1,307 @@
+package workflow
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/auth"
+	"github.com/sovereign-ai/sovereign/internal/durable"
+	"github.com/sovereign-ai/sovereign/internal/events"
+)
+
+// Event types of runs besides the brief's: every state change of a run
+// and of its steps, for the run's live stream.
+const (
+	EventRunUpdated  = events.WorkflowRunUpdated
+	EventStepUpdated = events.WorkflowStepUpdated
+)
+
+// Engine is the durable engine as the service uses it.
+type Engine interface {
+	Start(ctx context.Context, queue, name, id string, input any) error
+	Send(ctx context.Context, id, topic string, msg any, key string) error
+	Cancel(ctx context.Context, id string) error
+}
+
+// Caller makes the API calls of model steps in-process, as a key, through
+// the request pipeline (httpapi.Server.Invoke): status and body.
+type Caller interface {
+	Call(ctx context.Context, keyID, method, path string, body any) (status int, resp []byte, err error)
+}
+
+// Fetcher makes the http steps' outbound calls (internal/outbound: private
+// targets refused).
+type Fetcher interface {
+	Fetch(ctx context.Context, method, url string, header map[string]string, body string) (status int, respHeader map[string]string, resp []byte, err error)
+}
+
+// Publisher stores events (events.Bus.Append: an event whose id is
+// stored already is not stored again, so a step that runs twice does not
+// publish twice).
+type Publisher interface {
+	Append(ctx context.Context, ev events.Event) (events.Event, error)
+}
+
+// Service defines, runs and decides workflows.
+type Service struct {
+	Store   Store
+	Engine  Engine
+	Caller  Caller
+	Fetcher Fetcher
+	Events  Publisher
+	Log     *slog.Logger
+	Now     func() time.Time
+}
+
+// Workflow names in the durable engine.
+const (
+	durableRun = "workflow.run"
+	runQueue   = "workflows"
+)
+
+// RunWorkflowID is the durable engine's id of a run.
+func RunWorkflowID(runID string) string { return "run:" + runID }
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC().Truncate(time.Microsecond)
+	}
+	return time.Now().UTC().Truncate(time.Microsecond)
+}
+
+func (s *Service) log() *slog.Logger {
+	if s.Log != nil {
+		return s.Log
+	}
+	return slog.Default()
+}
+
+// Register registers the run workflow and its queue on the engine (before
+// it launches).
+func (s *Service) Register(e *durable.Engine, concurrency int) error {
+	durable.Register(e, durableRun, s.execute)
+	return e.Queue(runQueue, concurrency)
+}
+
+// Create stores a new definition (version 1) after validating it.
+func (s *Service) Create(ctx context.Context, teamID, name, description string, spec json.RawMessage) (Definition, error) {
+	if err := checkName(name, description); err != nil {
+		return Definition{}, err
+	}
+	if _, err := ParseSpec(spec); err != nil {
+		return Definition{}, err
+	}
+	now := s.now()
+	d := Definition{ID: NewID("wf_"), TeamID: teamID, Name: name, Description: description, Version: 1, Spec: spec, CreatedAt: now, UpdatedAt: now}
+	return d, s.Store.CreateWorkflow(ctx, d)
+}
+
+// Update stores a new version of a definition. Runs keep the version they
+// started with.
+func (s *Service) Update(ctx context.Context, d Definition, name, description string, spec json.RawMessage) (Definition, error) {
+	if err := checkName(name, description); err != nil {
+		return Definition{}, err
+	}
+	if _, err := ParseSpec(spec); err != nil {
+		return Definition{}, err
+	}
+	d.Name, d.Description, d.Spec, d.Version, d.UpdatedAt = name, description, spec, d.Version+1, s.now()
+	return d, s.Store.UpdateWorkflow(ctx, d)
+}
+
+func checkName(name, description string) error {
+	if strings.TrimSpace(name) == "" || len(name) > MaxNameLen {
+		return invalid("name", "name is 1 to %d characters", MaxNameLen)
+	}
+	if len(description) > 4096 {
+		return invalid("description", "description is at most 4096 characters")
+	}
+	return nil
+}
+
+// Start creates a run of d at its current version with input, as key,
+// and starts it on the durable engine.
+func (s *Service) Start(ctx context.Context, d Definition, key auth.Key, input json.RawMessage) (Run, error) {
+	if len(input) == 0 {
+		input = json.RawMessage("{}")
+	}
+	var probe any
+	if json.Unmarshal(input, &probe) != nil {
+		return Run{}, invalid("input", "input must be JSON")
+	}
+	r := Run{ID: NewID("run_"), TeamID: d.TeamID, WorkflowID: d.ID, Version: d.Version, KeyID: key.ID, Status: RunQueued,
+		Input: input, Spec: d.Spec, CreatedAt: s.now()}
+	if err := s.Store.CreateRun(ctx, r); err != nil {
+		return Run{}, err
+	}
+	sp, _ := ParseSpec(d.Spec)
+	for i, st := range sp.Steps {
+		s.Store.PutStep(ctx, StepState{RunID: r.ID, StepID: st.ID, Seq: i, Type: st.Type, Status: StepPending})
+	}
+	s.publish(ctx, r, EventRunUpdated, "queued", map[string]any{"run_id": r.ID, "workflow_id": r.WorkflowID, "status": RunQueued})
+	if err := s.Engine.Start(ctx, runQueue, durableRun, RunWorkflowID(r.ID), r.ID); err != nil {
+		// The run is stored, queued: ResumeRuns starts it at the next
+		// start of a server.
+		s.log().Warn("workflow run not started; it will be at the next start", "run", r.ID, "err", err)
+	}
+	return s.Store.GetRun(ctx, r.ID)
+}
+
+// ResumeRuns starts every queued run whose durable workflow may not
+// exist (a crash between storing the run and starting it); the workflow
+// id makes it harmless for the others.
+func (s *Service) ResumeRuns(ctx context.Context) error {
+	after := ""
+	for {
+		runs, more, err := s.Store.ListRuns(ctx, RunFilter{Status: RunQueued, After: after, Limit: 100})
+		if err != nil {
+			return err
+		}
+		for _, r := range runs {
+			if err := s.Engine.Start(ctx, runQueue, durableRun, RunWorkflowID(r.ID), r.ID); err != nil {
+				return err
+			}
+			after = r.ID
+		}
+		if !more {
+			return nil
+		}
+	}
+}
+
+// Cancel cancels a run that has not finished: its pending steps and
+// approvals end, the durable workflow stops after its running step.
+func (s *Service) Cancel(ctx context.Context, r Run) (Run, error) {
+	if Terminal(r.Status) {
+		return r, &ConflictError{Message: "the run has ended (" + r.Status + ")"}
+	}
+	if err := s.Store.RequestCancel(ctx, r.ID); err != nil {
+		return r, err
+	}
+	now := s.now()
+	ok, err := s.Store.SetRunStatus(ctx, r.ID, RunCancelled, nil, &RunError{Code: "cancelled", Message: "the run was cancelled"}, now)
+	if err != nil {
+		return r, err
+	}
+	if err := s.Engine.Cancel(ctx, RunWorkflowID(r.ID)); err != nil {
+		s.log().Warn("cancelling a run's durable workflow", "run", r.ID, "err", err)
+	}
+	if ok {
+		for _, st := range r.Steps {
+			if st.Status == StepPending || st.Status == StepRunning || st.Status == StepWaitingApproval {
+				st.Status, st.EndedAt = StepCancelled, &now
+				s.Store.PutStep(ctx, st)
+				s.publish(ctx, r, EventStepUpdated, st.StepID+":cancelled", stepData(r, st))
+			}
+		}
+		approvals, _, _ := s.Store.ListApprovals(ctx, r.TeamID, ApprovalPending, "", 1000)
+		for _, a := range approvals {
+			if a.RunID == r.ID {
+				s.Store.DecideApproval(ctx, a.ID, ApprovalExpired, "the run was cancelled", "", now)
+			}
+		}
+		s.publish(ctx, r, events.WorkflowRunCancelled, "cancelled", map[string]any{"run_id": r.ID, "workflow_id": r.WorkflowID, "status": RunCancelled})
+	}
+	return s.Store.GetRun(ctx, r.ID)
+}
+
+// ConflictError is a change the object's state does not allow (409).
+type ConflictError struct{ Message string }
+
+func (e *ConflictError) Error() string { return e.Message }
+
+// ForbiddenError is a decision by a key outside an approval's approvers
+// (403).
+type ForbiddenError struct{ Message string }
+
+func (e *ForbiddenError) Error() string { return e.Message }
+
+// CanSee reports whether key may see an approval: keys of the run's team,
+// and of a team its approvers name.
+func CanSee(a Approval, key auth.Key) bool {
+	return key.TeamID == a.TeamID || slices.Contains(a.Approvers.Teams, key.TeamID)
+}
+
+// MayDecide reports whether key is one of an approval's approvers.
+func MayDecide(a Approval, key auth.Key) bool {
+	ap := a.Approvers
+	if len(ap.Scopes) == 0 && len(ap.Teams) == 0 && len(ap.KeyIDs) == 0 {
+		return key.TeamID == a.TeamID && auth.HasScope(key, auth.ScopeWorkflows)
+	}
+	if slices.Contains(ap.KeyIDs, key.ID) || slices.Contains(ap.Teams, key.TeamID) {
+		return true
+	}
+	for _, sc := range ap.Scopes {
+		if key.TeamID == a.TeamID && auth.HasScope(key, auth.Scope(sc)) {
+			return true
+		}
+	}
+	return false
+}
+
+// decision is the message an approval's run receives.
+type decision struct {
+	Status    string    `json:"status"`
+	Comment   string    `json:"comment,omitempty"`
+	DecidedBy string    `json:"decided_by,omitempty"`
+	DecidedAt time.Time `json:"decided_at"`
+}
+
+// Decide records a decision (approve or reject) on a pending approval by
+// key and hands it to the waiting run. A key outside the approvers gets
+// ForbiddenError; a decided approval ConflictError — unless it is the
+// same decision repeated, which is delivered again (a retried request).
+func (s *Service) Decide(ctx context.Context, a Approval, key auth.Key, approve bool, comment string) (Approval, error) {
+	if !MayDecide(a, key) {
+		return a, &ForbiddenError{Message: "this API key is not one of the approval's approvers"}
+	}
+	if len(comment) > 4096 {
+		return a, invalid("comment", "comment is at most 4096 characters")
+	}
+	status := ApprovalRejected
+	if approve {
+		status = ApprovalApproved
+	}
+	got, err := s.Store.DecideApproval(ctx, a.ID, status, comment, key.ID, s.now())
+	if errors.Is(err, ErrConflict) {
+		if got.Status != status || got.DecidedBy != key.ID {
+			return got, &ConflictError{Message: "the approval is " + got.Status + " already"}
+		}
+	} else if err != nil {
+		return a, err
+	}
+	msg := decision{Status: got.Status, Comment: got.Comment, DecidedBy: got.DecidedBy, DecidedAt: *got.DecidedAt}
+	if err := s.Engine.Send(ctx, RunWorkflowID(got.RunID), "approval:"+got.StepID, msg, got.ID); err != nil {
+		return got, fmt.Errorf("handing the decision to the run: %w", err)
+	}
+	return got, nil
+}
+
+// publish stores an event of run r; key makes its id stable, so a step
+// that runs again does not publish it twice.
+func (s *Service) publish(ctx context.Context, r Run, typ, key string, data map[string]any) {
+	if s.Events == nil {
+		return
+	}
+	h := sha256.Sum256([]byte(r.ID + "\x00" + typ + "\x00" + key))
+	ev := events.Event{ID: "evt_" + hex.EncodeToString(h[:12]), Type: typ, Team: r.TeamID, Subject: r.ID, Data: data}
+	if _, err := s.Events.Append(ctx, ev); err != nil && !errors.Is(err, events.ErrDuplicate) {
+		s.log().Warn("workflow event not stored", "run", r.ID, "type", typ, "err", err)
+	}
+}
+
+func stepData(r Run, st StepState) map[string]any {
+	d := map[string]any{"run_id": r.ID, "workflow_id": r.WorkflowID, "step_id": st.StepID, "type": st.Type, "status": st.Status, "attempts": st.Attempts}
+	if st.Error != nil {
+		d["error"] = st.Error
+	}
+	return d
+}
