@@ -144,7 +144,10 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 // resumes after a crash; its steps run through Step.
 func Register[P any](e *Engine, name string, fn func(Context, P) error) {
 	wf := func(ctx dbos.Context, in P) (struct{}, error) { return struct{}{}, fn(ctx, in) }
-	dbos.RegisterWorkflow(e.dctx, wf, dbos.WithWorkflowName(name))
+	// DBOS keys its registry by the function's name, which this one
+	// wrapper shares across workflows of the same input type: each is
+	// registered as an instance of its own name.
+	dbos.RegisterWorkflow(e.dctx, wf, dbos.WithWorkflowName(name), dbos.WithInstance(instance(name)))
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.starts[name] = func(ctx context.Context, q dbos.Queue, id string, input any) error {
@@ -152,7 +155,7 @@ func Register[P any](e *Engine, name string, fn func(Context, P) error) {
 		if !ok {
 			return fmt.Errorf("durable: workflow %s takes %T, not %T", name, *new(P), input)
 		}
-		opts := []dbos.WorkflowOption{dbos.WithWorkflowID(id)}
+		opts := []dbos.WorkflowOption{dbos.WithWorkflowID(id), dbos.WithRunInstance(instance(name))}
 		if q != nil {
 			opts = append(opts, dbos.WithQueue(q))
 		}
@@ -162,6 +165,11 @@ func Register[P any](e *Engine, name string, fn func(Context, P) error) {
 		return err
 	}
 }
+
+// instance names a registered workflow for DBOS (ConfiguredInstance).
+type instance string
+
+func (i instance) ConfigName() string { return string(i) }
 
 // Queue declares a queue whose workflows run at most concurrency at a
 // time on each server (0: no bound).

@@ -73,6 +73,8 @@ func child() error {
 		_, err = durable.Step(ctx, "three", func(context.Context) (string, error) { return b + "-3", note("step3 " + exe + " " + b) }, durable.StepOptions{})
 		return err
 	})
+	// A second workflow of the same input type registers beside it.
+	durable.Register(e, "test.other", func(ctx durable.Context, in string) error { return nil })
 	if err := e.Queue("test", 2); err != nil {
 		return err
 	}
