@@ -30,7 +30,7 @@ CGO_ENV    = CGO_ENABLED=1 \
 CGO_NOISE  := 'warning:|note:|In function|inlined from|^ +\||~~~|^\s*[0-9]+ \|'
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build llama cgo-env run models test test-go test-sdk bench bench-gateway bench-retrieval fmt vet clean deps
+.PHONY: all build llama cgo-env run models test test-go test-sdk bench bench-gateway bench-retrieval bench-workflow fmt vet clean deps
 
 all: build
 
@@ -98,10 +98,14 @@ bench: models
 	SOVEREIGN_MODELS_DIR="$(MODELS_DIR)" bash bench/engine/run.sh || rc=1; \
 	bash bench/gateway/run.sh || rc=1; \
 	SOVEREIGN_MODELS_DIR="$(MODELS_DIR)" bash bench/retrieval/run.sh || rc=1; \
+	bash bench/workflow/run.sh || rc=1; \
 	exit $$rc
 
 bench-gateway: build
 	@bash bench/gateway/run.sh
+
+bench-workflow: build
+	@bash bench/workflow/run.sh
 
 bench-retrieval: models
 	@SOVEREIGN_MODELS_DIR="$(MODELS_DIR)" bash bench/retrieval/run.sh

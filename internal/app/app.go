@@ -17,6 +17,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/answers"
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
+	"github.com/sovereign-ai/sovereign/internal/batch"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/config"
 	"github.com/sovereign-ai/sovereign/internal/durable"
@@ -87,6 +88,8 @@ type App struct {
 
 	// Workflows defines and runs workflows.
 	Workflows *workflow.Service
+	// Batches runs OpenAI's Batch API (files and batches).
+	Batches *batch.Service
 
 	handler      http.Handler
 	shuttingDown chan struct{}
@@ -231,6 +234,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 		return nil, err
 	}
 	a.API.Workflows = a.Workflows
+	a.newBatches(cfg, opts, log)
 	// The handler is built once: in-process calls (workflow steps, batch
 	// lines) go through it, and they may start as soon as the durable
 	// engine launches.
@@ -275,7 +279,8 @@ func (a *App) startDurable(ctx context.Context, cfg config.Config, opts Options,
 		return err
 	})
 	a.Workflows.Engine = e
-	if err := a.Workflows.Register(e, 8); err != nil {
+	a.Workflows.Register(e)
+	if err := a.Batches.Register(e); err != nil {
 		return err
 	}
 	workers := srcs.IngestWorkers
@@ -293,6 +298,9 @@ func (a *App) startDurable(ctx context.Context, cfg config.Config, opts Options,
 		return e.Start(ctx, "ingest", "sources.ingest", "ingest:"+id, id)
 	}
 	if err := a.Workflows.ResumeRuns(ctx); err != nil {
+		return err
+	}
+	if err := a.resumeBatches(ctx, log); err != nil {
 		return err
 	}
 	n, err := srcs.ResumeIngestion(ctx)

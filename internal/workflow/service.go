@@ -61,11 +61,12 @@ type Service struct {
 	Now     func() time.Time
 }
 
-// Workflow names in the durable engine.
-const (
-	durableRun = "workflow.run"
-	runQueue   = "workflows"
-)
+// durableRun is the run's workflow in the durable engine. Runs start at
+// once on the server that accepted them, not through a queue: a run
+// mostly waits (for models, approvals, timers), and a queue's polling
+// would add its interval to every run's start. A run resumed after a
+// crash goes through the engine's own recovery queue.
+const durableRun = "workflow.run"
 
 // RunWorkflowID is the durable engine's id of a run.
 func RunWorkflowID(runID string) string { return "run:" + runID }
@@ -84,11 +85,10 @@ func (s *Service) log() *slog.Logger {
 	return slog.Default()
 }
 
-// Register registers the run workflow and its queue on the engine (before
-// it launches).
-func (s *Service) Register(e *durable.Engine, concurrency int) error {
+// Register registers the run workflow on the engine (before it
+// launches).
+func (s *Service) Register(e *durable.Engine) {
 	durable.Register(e, durableRun, s.execute)
-	return e.Queue(runQueue, concurrency)
 }
 
 // Create stores a new definition (version 1) after validating it.
@@ -147,7 +147,7 @@ func (s *Service) Start(ctx context.Context, d Definition, key auth.Key, input j
 		s.Store.PutStep(ctx, StepState{RunID: r.ID, StepID: st.ID, Seq: i, Type: st.Type, Status: StepPending})
 	}
 	s.publish(ctx, r, EventRunUpdated, "queued", map[string]any{"run_id": r.ID, "workflow_id": r.WorkflowID, "status": RunQueued})
-	if err := s.Engine.Start(ctx, runQueue, durableRun, RunWorkflowID(r.ID), r.ID); err != nil {
+	if err := s.Engine.Start(ctx, "", durableRun, RunWorkflowID(r.ID), r.ID); err != nil {
 		// The run is stored, queued: ResumeRuns starts it at the next
 		// start of a server.
 		s.log().Warn("workflow run not started; it will be at the next start", "run", r.ID, "err", err)
@@ -166,7 +166,7 @@ func (s *Service) ResumeRuns(ctx context.Context) error {
 			return err
 		}
 		for _, r := range runs {
-			if err := s.Engine.Start(ctx, runQueue, durableRun, RunWorkflowID(r.ID), r.ID); err != nil {
+			if err := s.Engine.Start(ctx, "", durableRun, RunWorkflowID(r.ID), r.ID); err != nil {
 				return err
 			}
 			after = r.ID

@@ -63,9 +63,7 @@ func newHarness(t *testing.T, caller callerFunc, fetcher fetcherFunc) *harness {
 		t.Fatal(err)
 	}
 	svc.Engine = e
-	if err := svc.Register(e, 4); err != nil {
-		t.Fatal(err)
-	}
+	svc.Register(e)
 	if err := e.Launch(ctx); err != nil {
 		t.Fatal(err)
 	}
