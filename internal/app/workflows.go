@@ -37,6 +37,13 @@ func newFetcher(cfg config.Config) (fetcher, error) {
 	return fetcher{c}, err
 }
 
+func (f fetcher) Refused(ctx context.Context, url string) error {
+	if err := f.c.ValidateURL(ctx, url); outbound.Refused(err) {
+		return err
+	}
+	return nil
+}
+
 func (f fetcher) Fetch(ctx context.Context, method, url string, header map[string]string, body string) (int, map[string]string, []byte, error) {
 	var rd *strings.Reader
 	if body != "" {

@@ -5,7 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -323,4 +326,63 @@ func TestWorkflowTakenOver(t *testing.T) {
 		t.Errorf("stream across the servers:\n got %s\nwant %s", got, want)
 	}
 	checkOnce(t, b, admin, waitRun(t, b, admin, run, time.Minute, "succeeded", "failed"))
+}
+
+// TestWorkflowHTTPStepSSRF: http steps refuse private targets — a literal
+// one when the definition is saved (400 naming the step's url), one that a
+// template produces or a redirect leads to when the step runs (the run
+// fails with the refusal) — while a target the operator allows is reached.
+func TestWorkflowHTTPStepSSRF(t *testing.T) {
+	// The allowed receiver listens on 127.0.0.2 (allowed by
+	// outbound_allow); it redirects to 127.0.0.1, which is not.
+	loop := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"reached": "loopback"}`))
+	}))
+	loop.Start()
+	defer loop.Close()
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/redirect" {
+			http.Redirect(w, r, loop.URL+"/", http.StatusFound)
+			return
+		}
+		w.Write([]byte(`{"reached": "allowed"}`))
+	}))
+	allowed.Listener = ln
+	allowed.Start()
+	defer allowed.Close()
+	cfg := filepath.Join(t.TempDir(), "sovereign.yaml")
+	if err := os.WriteFile(cfg, []byte("outbound_allow: [\"127.0.0.2/32\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	admin := "sk-sov-" + strings.Repeat("SsRfT35t", 5)
+	srv := startReplica(t, filepath.Join(t.TempDir(), "sovereign.db"), "", tinyStore(t, "tiny").Dir(), admin, "SOVEREIGN_CONFIG="+cfg)
+
+	for _, target := range []string{"http://127.0.0.1:9/x", "http://10.1.2.3/x", "http://169.254.169.254/latest/meta-data/", "http://localhost:9/x"} {
+		resp, out := srv.do(admin, "POST", "/v1/workflows", map[string]any{"name": "ssrf", "definition": map[string]any{"steps": []any{
+			map[string]any{"id": "call", "type": "http", "url": target}}}})
+		e, _ := out["error"].(map[string]any)
+		if resp.StatusCode != 400 || e["param"] != "definition.steps[0].url" || !strings.Contains(fmt.Sprint(e["message"]), "refus") {
+			t.Errorf("%s: %d %v", target, resp.StatusCode, out)
+		}
+	}
+	wf := srv.must(admin, "POST", "/v1/workflows", map[string]any{"name": "fetch", "definition": map[string]any{"steps": []any{
+		map[string]any{"id": "call", "type": "http", "url": "{{ input.url }}"}}}}, 201)["id"].(string)
+	run := func(target string) map[string]any {
+		id := srv.must(admin, "POST", "/v1/workflows/"+wf+"/runs", map[string]any{"input": map[string]any{"url": target}}, 201)["id"].(string)
+		return waitRun(t, srv, admin, id, 30*time.Second, "succeeded", "failed")
+	}
+	if r := run(allowed.URL + "/ok"); r["status"] != "succeeded" || r["output"].(map[string]any)["json"].(map[string]any)["reached"] != "allowed" {
+		t.Fatalf("the allowed target: %v", r)
+	}
+	for _, target := range []string{loop.URL + "/", "http://localhost:" + strings.Split(loop.URL, ":")[2] + "/", allowed.URL + "/redirect"} {
+		r := run(target)
+		e, _ := r["error"].(map[string]any)
+		if r["status"] != "failed" || !strings.Contains(fmt.Sprint(e["message"]), "refus") {
+			t.Errorf("%s: %v %v", target, r["status"], e)
+		}
+	}
 }

@@ -38,9 +38,12 @@ type Caller interface {
 }
 
 // Fetcher makes the http steps' outbound calls (internal/outbound: private
-// targets refused).
+// targets refused). Refused reports whether a URL is refused by policy
+// now (nil when allowed, or when it cannot be told yet, e.g. DNS fails),
+// so that a definition naming a private target is a 400 when saved.
 type Fetcher interface {
 	Fetch(ctx context.Context, method, url string, header map[string]string, body string) (status int, respHeader map[string]string, resp []byte, err error)
+	Refused(ctx context.Context, url string) error
 }
 
 // Publisher stores events (events.Bus.Append: an event whose id is
@@ -93,10 +96,7 @@ func (s *Service) Register(e *durable.Engine) {
 
 // Create stores a new definition (version 1) after validating it.
 func (s *Service) Create(ctx context.Context, teamID, name, description string, spec json.RawMessage) (Definition, error) {
-	if err := checkName(name, description); err != nil {
-		return Definition{}, err
-	}
-	if _, err := ParseSpec(spec); err != nil {
+	if err := s.check(ctx, name, description, spec); err != nil {
 		return Definition{}, err
 	}
 	now := s.now()
@@ -107,14 +107,31 @@ func (s *Service) Create(ctx context.Context, teamID, name, description string, 
 // Update stores a new version of a definition. Runs keep the version they
 // started with.
 func (s *Service) Update(ctx context.Context, d Definition, name, description string, spec json.RawMessage) (Definition, error) {
-	if err := checkName(name, description); err != nil {
-		return Definition{}, err
-	}
-	if _, err := ParseSpec(spec); err != nil {
+	if err := s.check(ctx, name, description, spec); err != nil {
 		return Definition{}, err
 	}
 	d.Name, d.Description, d.Spec, d.Version, d.UpdatedAt = name, description, spec, d.Version+1, s.now()
 	return d, s.Store.UpdateWorkflow(ctx, d)
+}
+
+// check validates a definition: its name, its spec, and the http steps'
+// literal URLs against the outbound policy.
+func (s *Service) check(ctx context.Context, name, description string, spec json.RawMessage) error {
+	if err := checkName(name, description); err != nil {
+		return err
+	}
+	sp, err := ParseSpec(spec)
+	if err != nil {
+		return err
+	}
+	for i, st := range sp.Steps {
+		if st.Type == StepHTTP && !strings.Contains(st.URL, "{{") && s.Fetcher != nil {
+			if err := s.Fetcher.Refused(ctx, st.URL); err != nil {
+				return invalid(fmt.Sprintf("steps[%d].url", i), "%s", err)
+			}
+		}
+	}
+	return nil
 }
 
 func checkName(name, description string) error {

@@ -33,6 +33,13 @@ func (f fetcherFunc) Fetch(ctx context.Context, method, url string, h map[string
 	return f(ctx, method, url, h, body)
 }
 
+func (f fetcherFunc) Refused(ctx context.Context, url string) error {
+	if strings.Contains(url, "127.0.0.1") {
+		return errors.New("outbound: refusing 127.0.0.1 (loopback)")
+	}
+	return nil
+}
+
 type harness struct {
 	svc    *workflow.Service
 	events *eventstest.Store
@@ -317,6 +324,17 @@ func TestCancelWaitingRun(t *testing.T) {
 	}
 	if _, err := h.svc.Cancel(context.Background(), r); !errors.As(err, new(*workflow.ConflictError)) {
 		t.Errorf("cancelling twice: %v", err)
+	}
+}
+
+func TestPrivateTargetRefusedWhenSaved(t *testing.T) {
+	h := newHarness(t, nil, func(ctx context.Context, method, url string, hd map[string]string, body string) (int, map[string]string, []byte, error) {
+		return 200, nil, nil, nil
+	})
+	_, err := h.svc.Create(context.Background(), "team_a", "x", "", json.RawMessage(`{"steps": [{"id": "a", "type": "transform", "template": "x"}, {"id": "b", "type": "http", "url": "http://127.0.0.1:9/x"}]}`))
+	var ve *workflow.ValidationError
+	if !errors.As(err, &ve) || ve.Param != "steps[1].url" || !strings.Contains(ve.Message, "loopback") {
+		t.Fatalf("got %v", err)
 	}
 }
 
