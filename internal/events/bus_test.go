@@ -35,7 +35,7 @@ func TestEventJSON(t *testing.T) {
 			t.Fatal(typ)
 		}
 	}
-	if events.Known("model.exploded") || len(events.Types) != 15 {
+	if events.Known("model.exploded") || len(events.Types) != 17 {
 		t.Fatal("unknown type known, or a type missing")
 	}
 }
