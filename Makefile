@@ -80,6 +80,8 @@ test-go:
 		renv=$$(bash scripts/redis-test.sh start "$$rdir"); eval "$$renv"; \
 		trap 'bash scripts/redis-test.sh stop "$$rdir" >/dev/null 2>&1; [ -z "$$pgdir" ] || bash scripts/postgres-test.sh stop "$$pgdir" >/dev/null 2>&1' EXIT; \
 	fi; \
+	echo ">> Python packages the tests run (the webhook receiver's standardwebhooks)"; \
+	bash scripts/python-venv.sh tests/webhooks >/dev/null; \
 	echo ">> go test"; \
 	SOVEREIGN_BIN="$(CURDIR)/$(BIN)" SOVEREIGN_TEST_MODELS_DIR="$(MODELS_DIR)" \
 		$(CGO_ENV) $(GO) test -count=1 -timeout 20m ./... 2> >(grep -v -E $(CGO_NOISE) >&2) && \

@@ -12,6 +12,7 @@ require (
 	github.com/pressly/goose/v3 v3.29.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	github.com/transparency-dev/merkle v0.0.2
 	golang.org/x/net v0.61.0
 	gonum.org/v1/gonum v0.15.0

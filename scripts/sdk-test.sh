@@ -17,7 +17,10 @@
 #   tests/sdk/node/node_modules    from tests/sdk/node/package-lock.json (npm ci)
 #
 # The server gets a free loopback port, a fresh temporary data dir and a freshly
-# generated bootstrap admin key; it is stopped on exit. Exits non-zero if either
+# generated bootstrap admin key; it runs in deterministic mode, so that a
+# greedy request answers the same whatever runs beside it (test_openai_batch.py
+# compares a batch's answers, run several at a time, with the same requests made
+# one by one); it is stopped on exit. Exits non-zero if either
 # suite fails.
 set -euo pipefail
 
@@ -110,6 +113,7 @@ for attempt in 1 2 3; do
     SOVEREIGN_DATA_DIR="$WORK/data" \
     SOVEREIGN_MODELS_DIR="$MODELS_DIR" \
     SOVEREIGN_BOOTSTRAP_KEY="$API_KEY" \
+    SOVEREIGN_DETERMINISTIC=true \
     "$BIN" serve >"$WORK/server.log" 2>&1 </dev/null &
   SERVER_PID=$!
   for _ in $(seq 1 600); do
@@ -138,7 +142,7 @@ unset OPENAI_API_KEY OPENAI_BASE_URL OPENAI_ORG_ID OPENAI_PROJECT_ID OPENAI_ADMI
 py_rc=0
 log "running the Python SDK suite (pytest)"
 (cd "$PY_DIR" && PYTHONDONTWRITEBYTECODE=1 timeout "$SUITE_TIMEOUT" "$VENV/bin/python" -m pytest \
-  -v -p no:cacheprovider -rfE test_openai_sdk.py test_cohere_rerank.py) || py_rc=$?
+  -v -p no:cacheprovider -rfE test_openai_sdk.py test_cohere_rerank.py test_openai_batch.py) || py_rc=$?
 
 node_rc=0
 log "running the Node SDK suite (node --test)"

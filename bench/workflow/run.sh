@@ -9,7 +9,7 @@ BIN="${SOVEREIGN_BIN:-$PWD/bin/sovereign}"
 [[ -x "$BIN" ]] || { echo "workflow bench: $BIN is missing; run make build" >&2; exit 1; }
 PORT="${BENCH_WORKFLOW_PORT:-18300}"
 DIR="$(mktemp -d "${TMPDIR:-/tmp}/sovereign-wfbench-XXXXXXXX")"
-KEY="sk-sov-$(head -c 24 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' | head -c 32)"
+KEY="sk-sov-$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 mkdir -p "$DIR/models"
 SOVEREIGN_ADDR="127.0.0.1:$PORT" SOVEREIGN_DATA_DIR="$DIR" SOVEREIGN_MODELS_DIR="$DIR/models" SOVEREIGN_BOOTSTRAP_KEY="$KEY" \
 	"$BIN" serve >"$DIR/server.log" 2>&1 &

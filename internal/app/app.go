@@ -34,6 +34,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/redis"
 	"github.com/sovereign-ai/sovereign/internal/sources"
 	"github.com/sovereign-ai/sovereign/internal/store"
+	"github.com/sovereign-ai/sovereign/internal/webhook"
 	"github.com/sovereign-ai/sovereign/internal/workflow"
 )
 
@@ -90,6 +91,8 @@ type App struct {
 	Workflows *workflow.Service
 	// Batches runs OpenAI's Batch API (files and batches).
 	Batches *batch.Service
+	// Webhooks delivers events to the teams' webhooks.
+	Webhooks *webhook.Service
 
 	handler      http.Handler
 	shuttingDown chan struct{}
@@ -103,9 +106,11 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 		log = slog.Default()
 	}
 	a = &App{shuttingDown: make(chan struct{})}
+	// built, not a: a failing return sets a to nil before this runs.
+	built := a
 	defer func() {
 		if err != nil {
-			a.Close()
+			built.Close()
 		}
 	}()
 	a.DB = opts.DB
@@ -214,6 +219,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 	}
 	a.closers = append(a.closers, capture.Close)
 	srcs := sources.New(a.DB, a.Catalog, DefaultEmbeddingModel, log)
+	srcs.Events = a.Bus // document.ready and document.failed
 	a.API = &httpapi.Server{
 		Models: a.Catalog, Auth: a.Keys, Keys: a.Keys, Metrics: a.Metrics, Log: log, MaxBody: cfg.MaxBodyBytes,
 		Sources: srcs, Answers: &answers.Service{Store: srcs}, Extract: ExtractFile,
@@ -283,6 +289,10 @@ func (a *App) startDurable(ctx context.Context, cfg config.Config, opts Options,
 	if err := a.Batches.Register(e); err != nil {
 		return err
 	}
+	startWebhooks, err := a.newWebhooks(cfg, e, log)
+	if err != nil {
+		return err
+	}
 	workers := srcs.IngestWorkers
 	if workers <= 0 {
 		workers = 2
@@ -294,6 +304,7 @@ func (a *App) startDurable(ctx context.Context, cfg config.Config, opts Options,
 		return err
 	}
 	launched = true
+	startWebhooks()
 	srcs.StartIngest = func(ctx context.Context, id string) error {
 		return e.Start(ctx, "ingest", "sources.ingest", "ingest:"+id, id)
 	}

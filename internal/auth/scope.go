@@ -32,6 +32,10 @@ const (
 	// ScopeApprovals is for approvers: an approval step that names it
 	// among its approvers' scopes may be decided by keys holding it.
 	ScopeApprovals Scope = "approvals"
+	// ScopeWebhooks allows managing the team's webhooks, their secrets
+	// and deliveries (subscribing to audit.triggered also needs
+	// ScopeRecordsRead).
+	ScopeWebhooks Scope = "webhooks"
 	// ScopeAdmin allows everything, for every team: creating, rotating and
 	// revoking keys, managing teams, and every other scope.
 	ScopeAdmin Scope = "admin"
@@ -39,7 +43,7 @@ const (
 
 // ValidScopes lists every scope in a stable order (the order docs and
 // help texts show them in).
-var ValidScopes = []Scope{ScopeInference, ScopeModelsRead, ScopeModelsWrite, ScopeKeysRead, ScopeRecordsRead, ScopeWorkflows, ScopeApprovals, ScopeAdmin}
+var ValidScopes = []Scope{ScopeInference, ScopeModelsRead, ScopeModelsWrite, ScopeKeysRead, ScopeRecordsRead, ScopeWorkflows, ScopeApprovals, ScopeWebhooks, ScopeAdmin}
 
 // Valid reports whether s is one of ValidScopes.
 func (s Scope) Valid() bool {

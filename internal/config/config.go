@@ -71,6 +71,9 @@ type Config struct {
 	// (docs/outbound.md).
 	OutboundAllow        []string `yaml:"outbound_allow"`
 	OutboundAllowPrivate bool     `yaml:"outbound_allow_private"`
+	// WebhookRetryWindow is how long a webhook delivery is retried before
+	// it fails (docs/webhooks.md).
+	WebhookRetryWindow time.Duration `yaml:"webhook_retry_window"`
 	// Limits are rate limits and quotas per key, team or model (YAML
 	// only; the admin API can override them; see docs/limits.md).
 	Limits []limits.Rule `yaml:"limits"`
@@ -112,6 +115,7 @@ var settings = []setting{
 	{"LimitsFailOpen", "limits_fail_open", "SOVEREIGN_LIMITS_FAIL_OPEN", "false", "admit requests when Redis is down (default: refuse governed requests with 503)"},
 	{"LogCheckpointInterval", "log_checkpoint_interval", "SOVEREIGN_LOG_CHECKPOINT_INTERVAL", "1h", "how often a Merkle checkpoint (RFC 6962 root) of the request log is stored, for audit verify and proofs (0: never)"},
 	{"OutboundAllowPrivate", "outbound_allow_private", "SOVEREIGN_OUTBOUND_ALLOW_PRIVATE", "false", "let webhooks and workflow http steps reach private, loopback and link-local addresses (default: refused; outbound_allow lists exceptions in YAML)"},
+	{"WebhookRetryWindow", "webhook_retry_window", "SOVEREIGN_WEBHOOK_RETRY_WINDOW", "24h", "how long a webhook delivery is retried, with exponential backoff, before it fails"},
 	{"InstanceID", "instance_id", "SOVEREIGN_INSTANCE_ID", "", "this server's name among those sharing a PostgreSQL database, stable across restarts (default: host name and listen port)"},
 	{"LogRetention", "log_retention", "SOVEREIGN_LOG_RETENTION", "0s", "how long request records are kept, e.g. 2160h (0: forever); older ones are purged hourly, the chain kept verifiable"},
 }
@@ -210,6 +214,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBodyBytes <= 0 {
 		return errors.New("config: max_body_bytes must be positive")
+	}
+	if c.WebhookRetryWindow < 0 {
+		return errors.New("config: webhook_retry_window must not be negative")
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -30,6 +30,7 @@ func (m *Manager) Complete(ctx context.Context, req inference.CompletionRequest)
 		}
 		req.Grammar = g
 	}
+	req.Priority = inference.PriorityFrom(ctx)
 	p, err := m.acquire(ctx, req.Model)
 	if err != nil {
 		return nil, err

@@ -47,6 +47,11 @@ type Config struct {
 	// Deterministic starts runners with --deterministic: a request's
 	// output does not depend on the other requests in the batch.
 	Deterministic bool
+	// InteractiveWindow is how long after an interactive request one slot
+	// of its model stays out of background work's reach, so that the next
+	// interactive request finds it free (default 10s; <0: background work
+	// may take every slot). See acquire.
+	InteractiveWindow time.Duration
 	// LoadTimeout bounds how long a runner may take to become healthy
 	// (default 2m).
 	LoadTimeout time.Duration
@@ -128,6 +133,9 @@ func New(cfg Config) *Manager {
 	}
 	if cfg.FailureTTL <= 0 {
 		cfg.FailureTTL = 30 * time.Second
+	}
+	if cfg.InteractiveWindow == 0 {
+		cfg.InteractiveWindow = 10 * time.Second
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
@@ -233,12 +241,22 @@ func (m *Manager) Unload(id string) bool {
 
 // acquire returns a ready runner for id with one more in-flight request
 // counted, starting it when needed. The caller must call release.
+//
+// A request of background priority (inference.PriorityBackground: batch
+// lines) enters a ready runner only while one of its slots is free — two
+// while an interactive request came within InteractiveWindow — and
+// otherwise waits here, outside the runner's queue and outside the
+// in-flight count: interactive requests waiting in the runner's queue get
+// the next free slot first, background work never makes an interactive
+// request overloaded (503), and is never refused for a full queue itself.
 func (m *Manager) acquire(ctx context.Context, id string) (*proc, error) {
 	path, err := m.cfg.Catalog.ModelPath(id)
 	if err != nil {
 		return nil, err
 	}
-	for attempt := 0; ; attempt++ {
+	background := inference.PriorityFrom(ctx) == inference.PriorityBackground
+	retried := false
+	for {
 		m.mu.Lock()
 		if m.closed {
 			m.mu.Unlock()
@@ -256,12 +274,33 @@ func (m *Manager) acquire(ctx context.Context, id string) (*proc, error) {
 			}
 			p = m.startLocked(id, path)
 		}
+		if background && p.state() == StateReady && !m.backgroundMayEnterLocked(p) {
+			if p.freed == nil {
+				p.freed = make(chan struct{})
+			}
+			freed := p.freed
+			m.mu.Unlock()
+			// A slot freed, or the interactive window may have closed.
+			t := time.NewTimer(250 * time.Millisecond)
+			select {
+			case <-freed:
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			}
+			t.Stop()
+			continue
+		}
 		if p.inflight >= m.cfg.Slots+m.cfg.MaxQueue {
 			m.mu.Unlock()
 			return nil, &inference.OverloadedError{Model: id, RetryAfter: time.Second}
 		}
 		p.inflight++
 		p.lastUsed = m.cfg.Now()
+		if !background {
+			p.lastInteractive = p.lastUsed
+		}
 		m.mu.Unlock()
 
 		select {
@@ -274,17 +313,38 @@ func (m *Manager) acquire(ctx context.Context, id string) (*proc, error) {
 			return p, nil
 		}
 		m.release(p)
-		if attempt == 0 && errors.Is(p.loadErr, errRunnerGone) {
+		if !retried && errors.Is(p.loadErr, errRunnerGone) {
+			retried = true
 			continue // it died before becoming ready for this caller; start again once
 		}
 		return nil, p.loadErr
 	}
 }
 
+// backgroundMayEnterLocked reports whether a background request may take
+// one of p's slots now: one is free, and, while interactive requests came
+// within InteractiveWindow, another stays free for them.
+func (m *Manager) backgroundMayEnterLocked(p *proc) bool {
+	free := m.cfg.Slots - p.inflight
+	if free > 1 || free == 1 && m.cfg.Slots == 1 {
+		return true
+	}
+	if free < 1 {
+		return false
+	}
+	w := m.cfg.InteractiveWindow
+	return w < 0 || p.lastInteractive.IsZero() || m.cfg.Now().Sub(p.lastInteractive) >= w
+}
+
 func (m *Manager) release(p *proc) {
 	m.mu.Lock()
 	p.inflight--
 	p.lastUsed = m.cfg.Now()
+	if p.freed != nil {
+		// Wake the background requests waiting for a slot.
+		close(p.freed)
+		p.freed = nil
+	}
 	m.mu.Unlock()
 }
 

@@ -40,6 +40,11 @@ type proc struct {
 	// guarded by Manager.mu
 	inflight int
 	lastUsed time.Time
+	// lastInteractive is when an interactive request last entered; freed,
+	// when set, is closed at the next release (background requests wait
+	// on it for a slot).
+	lastInteractive time.Time
+	freed           chan struct{}
 
 	once   sync.Once
 	killed bool

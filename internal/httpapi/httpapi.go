@@ -23,6 +23,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/metrics"
 	"github.com/sovereign-ai/sovereign/internal/records"
 	"github.com/sovereign-ai/sovereign/internal/responses"
+	"github.com/sovereign-ai/sovereign/internal/webhook"
 	"github.com/sovereign-ai/sovereign/internal/workflow"
 )
 
@@ -81,8 +82,14 @@ type Server struct {
 	MaxBody int64
 
 	mux *http.ServeMux
+	// Batches serves files and batches (OpenAI's Batch API; nil: those
+	// routes answer 404).
+	Batches BatchService
 	// Workflows defines and runs workflows (nil: the routes answer 404).
 	Workflows *workflow.Service
+	// Webhooks manages the teams' webhooks and their deliveries (nil:
+	// the routes answer 404).
+	Webhooks *webhook.Service
 	// handler is the whole API as Handler built it, for Invoke.
 	handler http.Handler
 }
@@ -190,6 +197,15 @@ func (s *Server) routes() []apiRoute {
 		{"GET /v1/policy_decisions", auth.ScopeRecordsRead, s.listDecisions},
 		{"GET /v1/policy_decisions/{id}", auth.ScopeRecordsRead, s.getDecision},
 		{"GET /v1/events", auth.ScopeInference, s.streamEvents},
+		{"POST /v1/files", auth.ScopeInference, s.uploadFile},
+		{"GET /v1/files", auth.ScopeInference, s.listFiles},
+		{"GET /v1/files/{id}", auth.ScopeInference, s.getFile},
+		{"DELETE /v1/files/{id}", auth.ScopeInference, s.deleteFile},
+		{"GET /v1/files/{id}/content", auth.ScopeInference, s.fileContent},
+		{"POST /v1/batches", auth.ScopeInference, s.createBatch},
+		{"GET /v1/batches", auth.ScopeInference, s.listBatches},
+		{"GET /v1/batches/{id}", auth.ScopeInference, s.getBatch},
+		{"POST /v1/batches/{id}/cancel", auth.ScopeInference, s.cancelBatch},
 		{"GET /v1/limits", auth.ScopeInference, s.listLimits},
 		{"GET /v1/limits/rules", auth.ScopeAdmin, s.listLimitRules},
 		{"GET /v1/limits/rules/{scope}/{subject...}", auth.ScopeAdmin, s.getLimitRule},
@@ -208,6 +224,15 @@ func (s *Server) routes() []apiRoute {
 		{"GET /v1/approvals", auth.ScopeApprovals, s.listApprovals},
 		{"GET /v1/approvals/{id}", auth.ScopeApprovals, s.getApproval},
 		{"POST /v1/approvals/{id}", auth.ScopeApprovals, s.decideApproval},
+		{"POST /v1/webhooks", auth.ScopeWebhooks, s.createWebhook},
+		{"GET /v1/webhooks", auth.ScopeWebhooks, s.listWebhooks},
+		{"GET /v1/webhooks/{id}", auth.ScopeWebhooks, s.getWebhook},
+		{"PATCH /v1/webhooks/{id}", auth.ScopeWebhooks, s.updateWebhook},
+		{"DELETE /v1/webhooks/{id}", auth.ScopeWebhooks, s.deleteWebhook},
+		{"POST /v1/webhooks/{id}/rotate_secret", auth.ScopeWebhooks, s.rotateWebhookSecret},
+		{"GET /v1/webhooks/{id}/deliveries", auth.ScopeWebhooks, s.listWebhookDeliveries},
+		{"GET /v1/webhooks/{id}/deliveries/{delivery_id}", auth.ScopeWebhooks, s.getWebhookDelivery},
+		{"POST /v1/webhooks/{id}/deliveries/{delivery_id}/redeliver", auth.ScopeWebhooks, s.redeliverWebhook},
 	}
 }
 
@@ -247,7 +272,7 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) error {
 // server errors.
 func (s *Server) handle(scope auth.Scope, h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(w, r.Body, s.MaxBody)
+		r.Body = http.MaxBytesReader(w, r.Body, s.bodyLimit(r))
 		rw := &trackingWriter{ResponseWriter: w}
 		if scope != public {
 			var err error

@@ -142,6 +142,10 @@ type CompletionRequest struct {
 	// Stream tells whether the caller forwards events as they come; when
 	// false a backend may produce the answer in one piece.
 	Stream bool `json:"-"`
+	// Priority is the request's (PriorityFrom its context, set by the
+	// local engine): a runner reads an interactive request's prompt in
+	// steps of its own, without the background generations beside it.
+	Priority Priority `json:"priority,omitempty"`
 	// trimLeft is set by a runner whose prompt format makes the model start
 	// with a space; it is not part of the protocol.
 	trimLeft bool

@@ -439,13 +439,22 @@ func (e *Engine) step() {
 		return
 	}
 	// Deterministic mode: every sequence in a decode of its own, so the
-	// arithmetic that produces its tokens is the same whatever else runs.
-	for _, s := range e.slots {
-		if s.active() {
-			e.one[0] = s
-			e.decode(e.one[:])
+	// arithmetic that produces its tokens is the same whatever else runs;
+	// interactive requests reading their prompts go first.
+	for _, first := range []bool{true, false} {
+		for _, s := range e.slots {
+			if s.active() && interactivePrompt(s) == first {
+				e.one[0] = s
+				e.decode(e.one[:])
+			}
 		}
 	}
+}
+
+// interactivePrompt reports whether s is an interactive request still
+// reading its prompt: a client waits for its first token.
+func interactivePrompt(s *slot) bool {
+	return !s.hasTok && s.job.score == nil && s.job.req.Priority == inference.PriorityInteractive
 }
 
 // decode builds one batch from slots (the pending token of each generating
@@ -453,11 +462,18 @@ func (e *Engine) step() {
 // decodes it and samples the next token of each slot whose logits it holds.
 func (e *Engine) decode(slots []*slot) {
 	e.batch.Clear()
+	// While an interactive request reads its prompt, background
+	// generations (batch lines) sit the step out: its first token comes
+	// as fast as on an idle engine (docs/batch.md).
+	hold := false
+	for _, s := range slots {
+		hold = hold || s.active() && interactivePrompt(s)
+	}
 	for _, s := range slots {
 		s.batchIdx = -1
 		s.fed = 0
 		s.scored = s.scored[:0]
-		if s.active() && s.hasTok {
+		if s.active() && s.hasTok && !(hold && s.job.req.Priority == inference.PriorityBackground) {
 			s.batchIdx = e.batch.Add(s.pending, len(s.cache), s.id, true)
 		}
 	}
@@ -475,7 +491,14 @@ func (e *Engine) decode(slots []*slot) {
 			e.reading = append(e.reading, s)
 		}
 	}
-	slices.SortFunc(e.reading, func(a, b *slot) int { return cmp.Compare(a.order, b.order) })
+	// Interactive prompts are read before background ones (batch lines),
+	// then first come first served.
+	slices.SortFunc(e.reading, func(a, b *slot) int {
+		if c := cmp.Compare(a.job.req.Priority, b.job.req.Priority); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.order, b.order)
+	})
 	budget := e.nBatch - e.batch.Len()
 	finished := false // a generation prompt is finished in this step
 	for _, s := range e.reading {
@@ -537,6 +560,9 @@ func (e *Engine) decode(slots []*slot) {
 		}
 		s.scored = s.scored[:0]
 		if s.hasTok {
+			if s.batchIdx < 0 {
+				continue // held back this step: its token is still pending
+			}
 			s.cache = append(s.cache, s.pending)
 			s.hasTok = false
 			continue

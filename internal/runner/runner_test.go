@@ -466,3 +466,48 @@ func TestGoldenGrammarsParseInLlamaCpp(t *testing.T) {
 		}
 	}
 }
+
+// TestInteractivePromptHoldsBackgroundBack runs background generations
+// (batch lines) while interactive requests arrive: the steps that read an
+// interactive prompt leave the background sequences out, and no sequence
+// loses or repeats a token for it — every output equals its output alone
+// (short generations, which this model answers alike alone and batched).
+func TestInteractivePromptHoldsBackgroundBack(t *testing.T) {
+	tr := sharedRunner(t)
+	req := func(p string, pr inference.Priority) inference.CompletionRequest {
+		r := greedy(p, 24)
+		r.Priority = pr
+		return r
+	}
+	alone := map[string]string{}
+	for _, p := range prompts {
+		alone[p] = tr.complete(t, greedy(p, 24)).text
+		if got := tr.complete(t, req(p, inference.PriorityBackground)).text; got != alone[p] {
+			t.Fatalf("background output alone differs: %q vs %q", got, alone[p])
+		}
+	}
+	for round := range 30 {
+		var wg sync.WaitGroup
+		got := make([]string, len(prompts))
+		for i, p := range prompts {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				pr := inference.PriorityBackground
+				if i == round%len(prompts) {
+					// One interactive request, arriving while the others
+					// generate.
+					time.Sleep(time.Duration(round%5) * 200 * time.Microsecond)
+					pr = inference.PriorityInteractive
+				}
+				got[i] = tr.complete(t, req(p, pr)).text
+			}()
+		}
+		wg.Wait()
+		for i, p := range prompts {
+			if got[i] != alone[p] {
+				t.Fatalf("round %d: output %d beside the others differs from its output alone:\nalone: %q\ngot:   %q", round, i, alone[p], got[i])
+			}
+		}
+	}
+}

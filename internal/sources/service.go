@@ -3,6 +3,8 @@ package sources
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sovereign-ai/sovereign/internal/chunk"
+	"github.com/sovereign-ai/sovereign/internal/events"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/vector"
 )
@@ -65,8 +68,11 @@ type Service struct {
 	// the durable engine (which calls ProcessDocument, and again after a
 	// crash); nil processes it in a goroutine of this server.
 	StartIngest func(ctx context.Context, documentID string) error
-	Log         *slog.Logger
-	Now         func() time.Time
+	// Events, when set, stores document.ready or document.failed when a
+	// document's ingestion ends (events.Bus).
+	Events Publisher
+	Log    *slog.Logger
+	Now    func() time.Time
 
 	wg       sync.WaitGroup
 	workers  chan struct{}
@@ -182,15 +188,17 @@ func (s *Service) ProcessDocument(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	if d.Status != StatusProcessing {
-		return nil
-	}
 	c, err := s.Store.GetCollection(ctx, d.CollectionID)
 	if errors.Is(err, ErrNotFound) {
 		return nil
 	}
 	if err != nil {
 		return err
+	}
+	if d.Status != StatusProcessing {
+		// Ended already: by a run interrupted before its caller learnt
+		// it, whose event may be unsaid (the event's id makes it once).
+		return s.announce(ctx, c, d.ID)
 	}
 	if err := s.process(ctx, c, d); err != nil {
 		// A store failure, or this server stopping, is not the
@@ -201,7 +209,55 @@ func (s *Service) ProcessDocument(ctx context.Context, id string) error {
 		}
 		s.log().Warn("document ingestion failed", "document", d.ID, "collection", c.ID, "err", err)
 		failed, msg := StatusFailed, err.Error()
-		return s.Store.UpdateDocument(ctx, d.ID, DocumentUpdate{Status: &failed, Error: &msg}, s.now())
+		if err := s.Store.UpdateDocument(ctx, d.ID, DocumentUpdate{Status: &failed, Error: &msg}, s.now()); err != nil {
+			return err
+		}
+	}
+	return s.announce(ctx, c, d.ID)
+}
+
+// Publisher stores events; an event whose id is stored already is not
+// stored again (events.Bus.Append).
+type Publisher interface {
+	Append(ctx context.Context, ev events.Event) (events.Event, error)
+}
+
+// announce stores document.ready or document.failed for a document whose
+// ingestion ended, with the collection's team and the document (without
+// its text) as data. Its id derives from the document and the type, so a
+// repeated call stores it once. Errors: the store's (the caller retries).
+func (s *Service) announce(ctx context.Context, c Collection, id string) error {
+	if s.Events == nil {
+		return nil
+	}
+	d, err := s.Store.GetDocument(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	typ := events.DocumentReady
+	switch d.Status {
+	case StatusReady:
+	case StatusFailed:
+		typ = events.DocumentFailed
+	default:
+		return nil
+	}
+	h := sha256.Sum256([]byte(d.ID + "\x00" + typ))
+	data := map[string]any{"id": d.ID, "object": "document", "collection_id": d.CollectionID, "title": d.Title, "url": d.URL,
+		"metadata": d.Metadata, "format": d.Format, "status": d.Status, "progress": d.Progress, "error": nil, "chars": d.Chars,
+		"chunk_count": d.ChunkCount, "created_at": d.CreatedAt.Unix(), "updated_at": d.UpdatedAt.Unix()}
+	if d.Metadata == nil {
+		data["metadata"] = map[string]any{}
+	}
+	if d.Error != "" {
+		data["error"] = d.Error
+	}
+	ev := events.Event{ID: "evt_" + hex.EncodeToString(h[:12]), Type: typ, Team: c.TeamID, Data: data}
+	if _, err := s.Events.Append(ctx, ev); err != nil && !errors.Is(err, events.ErrDuplicate) {
+		return err
 	}
 	return nil
 }

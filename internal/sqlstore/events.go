@@ -55,8 +55,9 @@ func (s *Store) AppendEvents(ctx context.Context, evs []events.Event) error {
 	defer ins.Close()
 	seqs := make([]int64, len(evs))
 	stored := 0
+	ob := s.newOutbox(tx)
 	for i := range evs {
-		if seqs[i], err = s.appendEvent(ctx, tx, ins, evs[i], data[i]); err != nil {
+		if seqs[i], err = s.appendEvent(ctx, tx, ins, ob, evs[i], data[i]); err != nil {
 			return s.errorf("append events: %w", err)
 		}
 		if seqs[i] != 0 {
@@ -82,7 +83,7 @@ func (s *Store) AppendEvents(ctx context.Context, evs []events.Event) error {
 // the event is — the webhook outbox's deliveries of it — is written here,
 // after the insert and in the same transaction, so that an event is never
 // stored without its deliveries nor a delivery without its event.
-func (s *Store) appendEvent(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, ev events.Event, data []byte) (int64, error) {
+func (s *Store) appendEvent(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, ob *outbox, ev events.Event, data []byte) (int64, error) {
 	var team any
 	if ev.Team != "" {
 		team = ev.Team
@@ -95,7 +96,10 @@ func (s *Store) appendEvent(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, ev e
 	if err != nil {
 		return 0, err
 	}
-	// The outbox's inserts go here, on tx.
+	// The webhook outbox: one delivery per subscribed webhook (webhooks.go).
+	if err := ob.add(ctx, ev); err != nil {
+		return 0, err
+	}
 	return seq, nil
 }
 

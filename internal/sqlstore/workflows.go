@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -310,7 +311,7 @@ func (s *Store) RequestCancel(ctx context.Context, id string) error {
 // PutStep inserts or replaces a step's state. A step of a run that has
 // ended is not changed back to running (a late write of a step the run's
 // cancellation already closed).
-func (s *Store) PutStep(ctx context.Context, st workflow.StepState) error {
+func (s *Store) PutStep(ctx context.Context, st workflow.StepState) (bool, error) {
 	var output, serr any
 	if st.Output != nil {
 		output = string(st.Output)
@@ -319,7 +320,7 @@ func (s *Store) PutStep(ctx context.Context, st workflow.StepState) error {
 		b, _ := json.Marshal(st.Error)
 		serr = string(b)
 	}
-	_, err := s.db.ExecContext(ctx, s.rebind(`INSERT INTO workflow_run_steps (run_id, step_id, seq, type, status, output, error, attempts, started_at, ended_at)
+	res, err := s.db.ExecContext(ctx, s.rebind(`INSERT INTO workflow_run_steps (run_id, step_id, seq, type, status, output, error, attempts, started_at, ended_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (run_id, step_id) DO UPDATE SET status = excluded.status, output = excluded.output, error = excluded.error,
 			attempts = excluded.attempts, started_at = excluded.started_at, ended_at = excluded.ended_at
@@ -327,9 +328,10 @@ func (s *Store) PutStep(ctx context.Context, st workflow.StepState) error {
 		st.RunID, st.StepID, st.Seq, st.Type, st.Status, output, serr, st.Attempts, s.timePtrValue(st.StartedAt), s.timePtrValue(st.EndedAt),
 		workflow.StepCancelled)
 	if err != nil {
-		return s.errorf("put step: %w", err)
+		return false, s.errorf("put step: %w", err)
 	}
-	return nil
+	n, _ := res.RowsAffected()
+	return n > 0, nil
 }
 
 // CreateApproval stores an approval; one stored already (a step that ran
@@ -397,7 +399,11 @@ func (s *Store) ListApprovals(ctx context.Context, teamID, status, after string,
 		if err != nil {
 			return nil, false, s.errorf("list approvals: %w", err)
 		}
-		out = append(out, a)
+		// The LIKE is a prefilter: the team must be among the
+		// approvers' teams, not merely appear in the JSON.
+		if a.TeamID == teamID || slices.Contains(a.Approvers.Teams, teamID) {
+			out = append(out, a)
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, false, s.errorf("list approvals: %w", err)

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/sovereign-ai/sovereign/internal/auth"
+	"github.com/sovereign-ai/sovereign/internal/batch"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/events"
 	"github.com/sovereign-ai/sovereign/internal/limits"
@@ -21,6 +22,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/responses"
 	"github.com/sovereign-ai/sovereign/internal/sources"
 	"github.com/sovereign-ai/sovereign/internal/sqlite"
+	"github.com/sovereign-ai/sovereign/internal/webhook"
 	"github.com/sovereign-ai/sovereign/internal/workflow"
 )
 
@@ -35,7 +37,9 @@ type Store interface {
 	policy.Store
 	limits.Store
 	events.Store
+	batch.Store
 	workflow.Store
+	webhook.Store
 	io.Closer
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error

@@ -54,6 +54,8 @@ func Run(t *testing.T, open func(t *testing.T) auth.KeyStore) {
 		{"Capture", testCapture},
 		{"PurgeDecisions", testPurgeDecisions},
 		{"Events", testEvents},
+		{"Webhooks", testWebhooks},
+		{"Batches", testBatches},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

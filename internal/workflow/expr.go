@@ -153,7 +153,9 @@ func compileTemplate(src string) (*exec.Template, error) {
 	}
 	t, err := exec.NewTemplate("/t", config.New(), loader, templateEnv())
 	if err != nil {
-		return nil, errors.New(strings.TrimPrefix(err.Error(), "failed to parse template '/t': "))
+		// gonja names the template by its source: the message would
+		// repeat the whole template.
+		return nil, errors.New(strings.TrimPrefix(err.Error(), "failed to parse template '"+src+"': "))
 	}
 	return t, nil
 }

@@ -106,9 +106,13 @@ func (s *Service) execute(ctx durable.Context, runID string) error {
 			}, storeRetry); err != nil {
 				return err
 			}
+			// A durable wait that a cancellation can cut short: Cancel
+			// sends on the step's wake topic.
 			d := duration(st.Duration, 0)
-			if err := durable.Sleep(ctx, d); err != nil {
+			if _, woken, err := durable.Recv[bool](ctx, "wake:"+st.ID, d); err != nil {
 				return err
+			} else if woken {
+				return nil
 			}
 			out, _ = json.Marshal(map[string]any{"waited": d.String()})
 			if err := s.quickStep(ctx, r, state, out); err != nil {
@@ -213,7 +217,8 @@ func (s *Service) setRunAs(ctx context.Context, r Run, key, status string, outpu
 }
 
 func (s *Service) putStep(ctx context.Context, r Run, st StepState) error {
-	if err := s.Store.PutStep(ctx, st); err != nil {
+	written, err := s.Store.PutStep(ctx, st)
+	if err != nil || !written {
 		return err
 	}
 	s.publish(ctx, r, EventStepUpdated, fmt.Sprintf("%s:%s:%d", st.StepID, st.Status, st.Attempts), stepData(r, st))

@@ -214,15 +214,33 @@ func (s *Service) Cancel(ctx context.Context, r Run) (Run, error) {
 	if ok {
 		for _, st := range r.Steps {
 			if st.Status == StepPending || st.Status == StepRunning || st.Status == StepWaitingApproval {
+				wasRunningWait := st.Type == StepWait && st.Status == StepRunning
 				st.Status, st.EndedAt = StepCancelled, &now
 				s.Store.PutStep(ctx, st)
+				if wasRunningWait {
+					// Wake the wait: the engine's cancel does not cut it.
+					if err := s.Engine.Send(ctx, RunWorkflowID(r.ID), "wake:"+st.StepID, true, r.ID+":"+st.StepID+":cancelled"); err != nil {
+						s.log().Warn("waking a cancelled run's wait", "run", r.ID, "err", err)
+					}
+				}
 				s.publish(ctx, r, EventStepUpdated, st.StepID+":cancelled", stepData(r, st))
 			}
 		}
 		approvals, _, _ := s.Store.ListApprovals(ctx, r.TeamID, ApprovalPending, "", 1000)
 		for _, a := range approvals {
 			if a.RunID == r.ID {
-				s.Store.DecideApproval(ctx, a.ID, ApprovalExpired, "the run was cancelled", "", now)
+				got, err := s.Store.DecideApproval(ctx, a.ID, ApprovalExpired, "the run was cancelled", "", now)
+				if err != nil || got.DecidedAt == nil {
+					continue
+				}
+				// Wake the run's wait for this decision: the engine's
+				// cancel does not interrupt a wait, which would hold
+				// the cancelled run until the approval's timeout. Woken,
+				// it stops at its next step.
+				msg := decision{Status: got.Status, Comment: got.Comment, DecidedAt: *got.DecidedAt}
+				if err := s.Engine.Send(ctx, RunWorkflowID(r.ID), "approval:"+got.StepID, msg, got.ID+":cancelled"); err != nil {
+					s.log().Warn("waking a cancelled run's approval wait", "run", r.ID, "err", err)
+				}
 			}
 		}
 		s.publish(ctx, r, events.WorkflowRunCancelled, "cancelled", map[string]any{"run_id": r.ID, "workflow_id": r.WorkflowID, "status": RunCancelled})

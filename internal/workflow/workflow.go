@@ -154,8 +154,10 @@ type Store interface {
 	SetRunStatus(ctx context.Context, id, status string, output json.RawMessage, rerr *RunError, at time.Time) (bool, error)
 	// RequestCancel marks a run's cancellation asked (ErrNotFound).
 	RequestCancel(ctx context.Context, id string) error
-	// PutStep writes a step's state (insert or replace).
-	PutStep(ctx context.Context, s StepState) error
+	// PutStep writes a step's state (insert or replace) and reports
+	// whether it did: a step the run's cancellation closed is not written
+	// again.
+	PutStep(ctx context.Context, s StepState) (bool, error)
 
 	CreateApproval(ctx context.Context, a Approval) error
 	GetApproval(ctx context.Context, id string) (Approval, error)

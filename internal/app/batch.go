@@ -1,0 +1,40 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/sovereign-ai/sovereign/internal/batch"
+	"github.com/sovereign-ai/sovereign/internal/config"
+)
+
+// newBatches builds the Batch API's service on the app's store and gives
+// it to the API. Its lines run through the API in-process
+// (httpapi.Server.Invoke, as the batch's key), at most as many at a time
+// on this server as a local model has slots.
+func (a *App) newBatches(cfg config.Config, opts Options, log *slog.Logger) {
+	slots := cfg.Slots
+	if opts.Engine != nil {
+		slots = opts.Engine.Slots
+	}
+	a.Batches = batch.New(batch.Config{Store: a.DB, Events: a.Bus, MaxLine: int(cfg.MaxBodyBytes), Concurrency: slots, Log: log})
+	a.Batches.SetInvoke(func(ctx context.Context, keyID, method, path string, body []byte) (int, http.Header, []byte, error) {
+		v, err := a.API.Invoke(ctx, keyID, method, path, body)
+		return v.Status, v.Header, v.Body, err
+	})
+	a.API.Batches = a.Batches
+}
+
+// resumeBatches starts the batches a crash left open (and those whose
+// workflow had not started); the others resume on their own.
+func (a *App) resumeBatches(ctx context.Context, log *slog.Logger) error {
+	n, err := a.Batches.Resume(ctx)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		log.Info("batches still open: they go on", "batches", n)
+	}
+	return nil
+}
