@@ -272,9 +272,5 @@ func (s *Server) listSourceLinks(w http.ResponseWriter, r *http.Request) error {
 				ChunkID: l.ChunkID, Title: l.Title, URL: l.URL}, Snippet: l.Snippet, Number: l.SourceNumber},
 			CreatedAt: l.CreatedAt.Unix()}
 	}
-	page := map[string]any{"object": "list", "data": data, "has_more": more, "first_id": nil, "last_id": nil}
-	if len(data) > 0 {
-		page["first_id"], page["last_id"] = data[0].ID, data[len(data)-1].ID
-	}
-	return writeJSON(w, http.StatusOK, page)
+	return writeJSON(w, http.StatusOK, listPage(data, more, func(v SourceLinkObject) string { return v.ID }))
 }

@@ -440,6 +440,16 @@ func withTimeout(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), streamTimeout)
 }
 
+// listPage is the list object of a cursor-paged route: data, has_more and
+// the ids of its first and last items (null when empty), as OpenAI's lists.
+func listPage[T any](data []T, more bool, id func(T) string) map[string]any {
+	page := map[string]any{"object": "list", "data": data, "has_more": more, "first_id": nil, "last_id": nil}
+	if len(data) > 0 {
+		page["first_id"], page["last_id"] = id(data[0]), id(data[len(data)-1])
+	}
+	return page
+}
+
 // bound is a list route's time filter: a query parameter in unix seconds.
 type bound struct {
 	name string

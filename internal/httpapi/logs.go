@@ -85,11 +85,7 @@ func (s *Server) listLogs(w http.ResponseWriter, r *http.Request) error {
 	for i, rec := range list {
 		data[i] = logObject(rec)
 	}
-	page := map[string]any{"object": "list", "data": data, "has_more": more, "first_id": nil, "last_id": nil}
-	if len(data) > 0 {
-		page["first_id"], page["last_id"] = data[0].ID, data[len(data)-1].ID
-	}
-	return writeJSON(w, http.StatusOK, page)
+	return writeJSON(w, http.StatusOK, listPage(data, more, func(v LogObject) string { return v.ID }))
 }
 
 // pathRecord is the record the path names, if the key may read it

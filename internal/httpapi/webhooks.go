@@ -171,11 +171,7 @@ func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 	for i, wh := range ws {
 		data[i] = webhook.ViewOf(wh)
 	}
-	page := map[string]any{"object": "list", "data": data, "has_more": more, "first_id": nil, "last_id": nil}
-	if len(data) > 0 {
-		page["first_id"], page["last_id"] = data[0].ID, data[len(data)-1].ID
-	}
-	return writeJSON(w, http.StatusOK, page)
+	return writeJSON(w, http.StatusOK, listPage(data, more, func(v webhook.View) string { return v.ID }))
 }
 
 func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request) error {
@@ -270,11 +266,7 @@ func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) e
 	for i, d := range ds {
 		data[i] = deliveryJSON(d)
 	}
-	page := map[string]any{"object": "list", "data": data, "has_more": more, "first_id": nil, "last_id": nil}
-	if len(data) > 0 {
-		page["first_id"], page["last_id"] = data[0].ID, data[len(data)-1].ID
-	}
-	return writeJSON(w, http.StatusOK, page)
+	return writeJSON(w, http.StatusOK, listPage(data, more, func(v DeliveryJSON) string { return v.ID }))
 }
 
 func (s *Server) getWebhookDelivery(w http.ResponseWriter, r *http.Request) error {

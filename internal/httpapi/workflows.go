@@ -219,11 +219,7 @@ func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request) error {
 	for i, d := range ds {
 		data[i] = workflowJSON(d)
 	}
-	page := map[string]any{"object": "list", "data": data, "has_more": more, "first_id": nil, "last_id": nil}
-	if len(data) > 0 {
-		page["first_id"], page["last_id"] = data[0].ID, data[len(data)-1].ID
-	}
-	return writeJSON(w, http.StatusOK, page)
+	return writeJSON(w, http.StatusOK, listPage(data, more, func(v WorkflowJSON) string { return v.ID }))
 }
 
 func (s *Server) getWorkflow(w http.ResponseWriter, r *http.Request) error {
@@ -319,11 +315,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 		data[i] = runJSON(run)
 		data[i].Steps = nil // the list shows runs; GET /v1/workflow_runs/{id} their steps
 	}
-	page := map[string]any{"object": "list", "data": data, "has_more": more, "first_id": nil, "last_id": nil}
-	if len(data) > 0 {
-		page["first_id"], page["last_id"] = data[0].ID, data[len(data)-1].ID
-	}
-	return writeJSON(w, http.StatusOK, page)
+	return writeJSON(w, http.StatusOK, listPage(data, more, func(v RunJSON) string { return v.ID }))
 }
 
 func contains(list []string, v string) bool {
@@ -420,11 +412,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) error {
 	for i, a := range as {
 		data[i] = approvalJSON(a)
 	}
-	page := map[string]any{"object": "list", "data": data, "has_more": more, "first_id": nil, "last_id": nil}
-	if len(data) > 0 {
-		page["first_id"], page["last_id"] = data[0].ID, data[len(data)-1].ID
-	}
-	return writeJSON(w, http.StatusOK, page)
+	return writeJSON(w, http.StatusOK, listPage(data, more, func(v ApprovalJSON) string { return v.ID }))
 }
 
 func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) error {

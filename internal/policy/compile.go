@@ -335,7 +335,7 @@ func (c *Compiled) compileRule(env *cel.Env, param string, r Rule) (cr *rule, er
 	}()
 	ast, iss := env.Compile(r.When)
 	if iss.Err() != nil {
-		return nil, &ValidationError{Param: param, Message: celMessage(iss)}
+		return nil, &ValidationError{Param: param, Message: CELMessage(iss)}
 	}
 	if t := ast.OutputType(); !t.IsExactType(types.BoolType) {
 		return nil, invalid(param, "the expression is of type %s; a condition must be a bool", t)
@@ -427,8 +427,8 @@ func (sizeBounds) EstimateCallCost(function, overloadID string, target *cost.Ast
 	return nil
 }
 
-// celMessage is cel-go's errors as "line:column: message", joined by "; ".
-func celMessage(iss *cel.Issues) string {
+// CELMessage is cel-go's errors as "line:column: message", joined by "; ".
+func CELMessage(iss *cel.Issues) string {
 	var b strings.Builder
 	for i, e := range iss.Errors() {
 		if i > 0 {

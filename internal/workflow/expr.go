@@ -19,6 +19,8 @@ import (
 	"github.com/nikolalohinski/gonja/v2/nodes"
 	"github.com/nikolalohinski/gonja/v2/parser"
 	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/sovereign-ai/sovereign/internal/policy"
 )
 
 // Expressions are CEL, the language of the policies (linear time, a cost
@@ -52,26 +54,12 @@ func compileExpr(src string, _ []Step, wantBool bool) (cel.Program, error) {
 	}
 	ast, iss := env.Compile(src)
 	if iss.Err() != nil {
-		return nil, errors.New(celMessage(iss))
+		return nil, errors.New(policy.CELMessage(iss))
 	}
 	if wantBool && ast.OutputType() != cel.BoolType && ast.OutputType() != cel.DynType {
 		return nil, fmt.Errorf("the expression gives %s; a condition gives a bool", ast.OutputType())
 	}
 	return env.Program(ast, cel.EvalOptions(cel.OptOptimize), cel.CostLimit(MaxExprCost))
-}
-
-func celMessage(iss *cel.Issues) string {
-	var b strings.Builder
-	for i, e := range iss.Errors() {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		if e.Location != nil && e.Location.Line() > 0 {
-			fmt.Fprintf(&b, "%d:%d: ", e.Location.Line(), e.Location.Column()+1)
-		}
-		b.WriteString(e.Message)
-	}
-	return b.String()
 }
 
 // evalExpr evaluates src over vars and returns a JSON-like Go value.
