@@ -150,24 +150,6 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, f.Object())
 }
 
-// fileList is OpenAI's ListFilesResponse and ListBatchesResponse.
-type fileList[T any] struct {
-	Object  string  `json:"object"`
-	Data    []T     `json:"data"`
-	FirstID *string `json:"first_id"`
-	LastID  *string `json:"last_id"`
-	HasMore bool    `json:"has_more"`
-}
-
-func listOf[T any](data []T, id func(T) string, more bool) fileList[T] {
-	l := fileList[T]{Object: "list", Data: data, HasMore: more}
-	if len(data) > 0 {
-		first, last := id(data[0]), id(data[len(data)-1])
-		l.FirstID, l.LastID = &first, &last
-	}
-	return l
-}
-
 // listFiles is GET /v1/files: the team's files, newest first (order=asc:
 // oldest first), optionally of one purpose, limit 1 to 10,000 (default
 // 10,000), after a file id.
@@ -199,7 +181,7 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) error {
 	for i, f := range files {
 		data[i] = f.Object()
 	}
-	return writeJSON(w, http.StatusOK, listOf(data, func(o batch.FileObject) string { return o.ID }, more))
+	return writeJSON(w, http.StatusOK, listPage(data, more, func(o batch.FileObject) string { return o.ID }))
 }
 
 func (s *Server) getFile(w http.ResponseWriter, r *http.Request) error {
@@ -290,7 +272,7 @@ func (s *Server) listBatches(w http.ResponseWriter, r *http.Request) error {
 	for i, b := range list {
 		data[i] = b.Object()
 	}
-	return writeJSON(w, http.StatusOK, listOf(data, func(o batch.Object) string { return o.ID }, more))
+	return writeJSON(w, http.StatusOK, listPage(data, more, func(o batch.Object) string { return o.ID }))
 }
 
 func (s *Server) getBatch(w http.ResponseWriter, r *http.Request) error {
