@@ -48,6 +48,8 @@ const (
 	UpstreamError         Code = "upstream_error"
 	UpstreamUnavailable   Code = "upstream_unavailable"
 	UpstreamTimeout       Code = "upstream_timeout"
+	IdempotencyKeyInUse   Code = "idempotency_key_in_use"
+	IdempotencyKeyReused  Code = "idempotency_key_reused"
 )
 
 type entry struct {
@@ -83,6 +85,8 @@ var table = map[Code]entry{
 	UpstreamError:         {502, "server_error"},
 	UpstreamUnavailable:   {503, "server_error"},
 	UpstreamTimeout:       {504, "server_error"},
+	IdempotencyKeyInUse:   {409, "invalid_request_error"},
+	IdempotencyKeyReused:  {422, "invalid_request_error"},
 }
 
 // Error is an API error. Message is shown to the client; Err (if any) is
@@ -92,7 +96,10 @@ type Error struct {
 	Message    string
 	Param      string
 	RetryAfter time.Duration
-	Err        error
+	// Policy and Rule name the denying policy and rule of a
+	// policy_violation, so that clients need not parse the message.
+	Policy, Rule string
+	Err          error
 }
 
 func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
@@ -117,12 +124,14 @@ func FromBody(status int, body []byte) *Error {
 			Message string  `json:"message"`
 			Param   *string `json:"param"`
 			Code    *string `json:"code"`
+			Policy  string  `json:"policy"`
+			Rule    string  `json:"rule"`
 		} `json:"error"`
 	}
 	if json.Unmarshal(body, &env) != nil || env.Error.Code == nil {
 		return &Error{Code: Internal, Message: "status " + strconv.Itoa(status) + ": " + string(body[:min(len(body), 200)])}
 	}
-	e := &Error{Code: Code(*env.Error.Code), Message: env.Error.Message}
+	e := &Error{Code: Code(*env.Error.Code), Message: env.Error.Message, Policy: env.Error.Policy, Rule: env.Error.Rule}
 	if env.Error.Param != nil {
 		e.Param = *env.Error.Param
 	}
@@ -197,6 +206,10 @@ type Body struct {
 	Type    string  `json:"type"`
 	Param   *string `json:"param"`
 	Code    string  `json:"code"`
+	// Policy and Rule are set on policy_violation only (Sovereign's
+	// addition to OpenAI's envelope).
+	Policy string `json:"policy,omitempty"`
+	Rule   string `json:"rule,omitempty"`
 }
 
 // Envelope renders e as the OpenAI error body.
@@ -210,7 +223,7 @@ func (e *Error) Envelope() Envelope {
 		p := e.Param
 		param = &p
 	}
-	return Envelope{Error: Body{Message: e.Message, Type: t.typ, Param: param, Code: string(e.Code)}}
+	return Envelope{Error: Body{Message: e.Message, Type: t.typ, Param: param, Code: string(e.Code), Policy: e.Policy, Rule: e.Rule}}
 }
 
 // Write renders err (classified with From) as a JSON response, with

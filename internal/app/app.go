@@ -25,6 +25,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/events"
 	"github.com/sovereign-ai/sovereign/internal/extract"
 	"github.com/sovereign-ai/sovereign/internal/httpapi"
+	"github.com/sovereign-ai/sovereign/internal/idempotency"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/limits"
 	"github.com/sovereign-ai/sovereign/internal/metrics"
@@ -167,23 +168,11 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 	a.Records = records.NewWriter(a.DB, 0, a.Metrics, log)
 	a.closers = append(a.closers, a.Records.Close) // before the database closes: queued records are stored
 	if cfg.LogCheckpointInterval > 0 {
-		cctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			(&records.Checkpointer{Store: a.DB, Interval: cfg.LogCheckpointInterval, Log: log}).Run(cctx)
-		}()
-		a.closers = append(a.closers, func() { stop(); <-done })
+		a.background(ctx, (&records.Checkpointer{Store: a.DB, Interval: cfg.LogCheckpointInterval, Log: log}).Run)
 	}
 	if cfg.LogRetention > 0 {
-		pctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			(&records.Purger{Store: a.DB, Retention: cfg.LogRetention, Log: log,
-				Also: []records.Purge{{What: "policy decisions", Purge: a.DB.PurgeDecisions}}}).Run(pctx)
-		}()
-		a.closers = append(a.closers, func() { stop(); <-done })
+		a.background(ctx, (&records.Purger{Store: a.DB, Retention: cfg.LogRetention, Log: log,
+			Also: []records.Purge{{What: "policy decisions", Purge: a.DB.PurgeDecisions}}}).Run)
 	}
 	lc := limits.Config{Store: a.DB, Rules: cfg.Limits, FailOpen: cfg.LimitsFailOpen, Metrics: a.Metrics, Log: log}
 	if cfg.RedisURL != "" {
@@ -240,6 +229,9 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 		return nil, err
 	}
 	a.API.Workflows = a.Workflows
+	idem := &idempotency.Service{Store: a.DB, Log: log}
+	a.API.Idempotency = idem
+	a.background(ctx, idem.Run)
 	a.newBatches(cfg, opts, log)
 	// The handler is built once: in-process calls (workflow steps, batch
 	// lines) go through it, and they may start as soon as the durable
@@ -249,6 +241,18 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 		return nil, err
 	}
 	return a, nil
+}
+
+// background runs loop until the application closes (the closers, which
+// run in reverse, stop it before what was opened earlier closes).
+func (a *App) background(ctx context.Context, loop func(context.Context)) {
+	ctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		loop(ctx)
+	}()
+	a.closers = append(a.closers, func() { stop(); <-done })
 }
 
 // startDurable opens the durable engine on the application's database,

@@ -30,14 +30,8 @@ func (a *App) newWebhooks(cfg config.Config, e *durable.Engine, log *slog.Logger
 	a.Webhooks = svc
 	a.API.Webhooks = svc
 	return func() {
-		ctx, stop := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			svc.Run(ctx)
-		}()
 		// Closers run in reverse: the dispatcher stops before the engine
 		// and the database close.
-		a.closers = append(a.closers, func() { stop(); <-done })
+		a.background(context.Background(), svc.Run)
 	}, nil
 }

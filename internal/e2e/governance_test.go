@@ -185,7 +185,8 @@ func TestPolicies(t *testing.T) {
 	resp := e.request(keyA, "POST", "/v1/chat/completions", map[string]any{"model": "up", "messages": []map[string]any{{"role": "user", "content": "hi"}}})
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != 403 || !strings.Contains(string(body), `"policy_violation"`) || !strings.Contains(string(body), "residency") {
+	if resp.StatusCode != 403 || !strings.Contains(string(body), `"policy_violation"`) ||
+		!strings.Contains(string(body), `"policy":"eu-only"`) || !strings.Contains(string(body), `"rule":"residency"`) {
 		t.Fatalf("denied request: %d %s", resp.StatusCode, body)
 	}
 	if up.Requests.Load() != before {

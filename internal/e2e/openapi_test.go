@@ -889,6 +889,21 @@ func TestOpenAPIAdminResponsesMatch(t *testing.T) {
 	c.call("DELETE", "/v1/keys/"+rot["id"].(string), nil)
 	c.call("GET", "/v1/keys/key_doesnotexist", nil)
 	c.call("POST", "/v1/teams", map[string]any{"name": "ops"}) // 409
+	// Idempotency-Key: the first answer, its replay, and the key reused
+	// for another body (422).
+	idem := func(body map[string]any) exchange {
+		b, _ := json.Marshal(body)
+		req := c.newRequest("POST", "/v1/teams", b)
+		req.Header.Set("Idempotency-Key", "spec-team-1")
+		return c.send(req, b, true)
+	}
+	first, again := idem(map[string]any{"name": "idem"}), idem(map[string]any{"name": "idem"})
+	if first.resp.StatusCode != 201 || again.resp.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(first.body, again.body) {
+		t.Fatalf("replay: %d %s / %v %s", first.resp.StatusCode, first.body, again.resp.Header, again.body)
+	}
+	if x := idem(map[string]any{"name": "other"}); x.resp.StatusCode != 422 {
+		t.Fatalf("reused key: %d %s", x.resp.StatusCode, x.body)
+	}
 	c.call("GET", "/readyz", nil)
 	c.call("GET", "/metrics", nil)
 	admin := []string{"createKey", "listKeys", "retrieveKey", "revokeKey", "rotateKey", "createTeam", "listTeams", "updateTeam", "getReadiness", "getMetrics"}

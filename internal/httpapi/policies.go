@@ -73,7 +73,7 @@ func (s *Server) checkInput(ctx context.Context, m catalog.Resolved, g gate) (fu
 	out := set.Evaluate(in)
 	s.Policies.Record(out.Decisions)
 	if out.Deny != nil {
-		return nil, apierr.New(apierr.PolicyViolation, policy.DenyMessage(out.Deny))
+		return nil, denied(out.Deny)
 	}
 	if len(out.RedactKinds) == 0 || len(out.Redact) == 0 {
 		return nil, nil
@@ -389,4 +389,10 @@ func (s *Server) getDecision(w http.ResponseWriter, r *http.Request) error {
 		return policyError(err, "policy decision")
 	}
 	return writeJSON(w, http.StatusOK, d)
+}
+
+// denied is the 403 for a deny decision, naming the policy and rule in the
+// envelope's own members as well as in the message.
+func denied(d *policy.Decision) *apierr.Error {
+	return &apierr.Error{Code: apierr.PolicyViolation, Message: policy.DenyMessage(d), Policy: d.Policy, Rule: d.Rule}
 }

@@ -189,7 +189,7 @@ func (p *policyWriter) finish() {
 	out := p.evaluate(text.String())
 	if out.Deny != nil {
 		p.Header().Del("Content-Length")
-		apierr.Write(p.ResponseWriter, apierr.New(apierr.PolicyViolation, policy.DenyMessage(out.Deny)))
+		apierr.Write(p.ResponseWriter, denied(out.Deny))
 		return
 	}
 	if len(out.Redact) > 0 && p.op.pii != nil {
@@ -424,7 +424,7 @@ func (p *policyWriter) end() bool {
 	if out.Deny == nil {
 		return false
 	}
-	env := apierr.New(apierr.PolicyViolation, policy.DenyMessage(out.Deny)).Envelope()
+	env := denied(out.Deny).Envelope()
 	b, _ := json.Marshal(env)
 	p.ResponseWriter.Write(append(append([]byte("data: "), b...), '\n', '\n'))
 	p.stopped = true

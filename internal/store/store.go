@@ -15,6 +15,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/batch"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/events"
+	"github.com/sovereign-ai/sovereign/internal/idempotency"
 	"github.com/sovereign-ai/sovereign/internal/limits"
 	"github.com/sovereign-ai/sovereign/internal/policy"
 	"github.com/sovereign-ai/sovereign/internal/postgres"
@@ -40,6 +41,7 @@ type Store interface {
 	batch.Store
 	workflow.Store
 	webhook.Store
+	idempotency.Store
 	io.Closer
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error

@@ -56,6 +56,7 @@ func Run(t *testing.T, open func(t *testing.T) auth.KeyStore) {
 		{"Events", testEvents},
 		{"Webhooks", testWebhooks},
 		{"Batches", testBatches},
+		{"Idempotency", testIdempotency},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
