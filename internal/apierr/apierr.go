@@ -233,6 +233,16 @@ func Write(w http.ResponseWriter, err error) *Error {
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
 	}
+	// The OpenAI SDKs retry 409 and 429 by default; x-should-retry (which
+	// they read first) tells them which of ours a retry cannot fix: a name
+	// already taken, a daily or monthly budget spent. A request still
+	// running under the same Idempotency-Key is worth retrying.
+	switch e.Code {
+	case Conflict, QuotaExceeded:
+		w.Header().Set("x-should-retry", "false")
+	case IdempotencyKeyInUse:
+		w.Header().Set("x-should-retry", "true")
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(e.Status())
 	json.NewEncoder(w).Encode(e.Envelope())
