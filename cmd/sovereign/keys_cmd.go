@@ -135,7 +135,11 @@ func keysCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if err != nil {
 			return err
 		}
-		k, secret, err := keys.Rotate(ctx, id, *grace)
+		g := *grace
+		if g == 0 {
+			g = -1 // --grace 0 ends the old key at once (the service's 0 is its default)
+		}
+		k, secret, err := keys.Rotate(ctx, id, g)
 		if err != nil {
 			return err
 		}

@@ -143,6 +143,20 @@ func TestKeysAPIOnSQLiteAndPostgres(t *testing.T) {
 			if code, body := call(newKey, "POST", "/v1/chat/completions", chat); code != 401 || errCode(body) != "invalid_api_key" {
 				t.Fatalf("revoked key: %d %v", code, body)
 			}
+			// Rotate with grace 0: the old key ends at once.
+			code, now := call(admin, "POST", "/v1/keys", map[string]any{"name": "now", "scopes": []string{"inference"}})
+			if code != 201 {
+				t.Fatalf("key: %d %v", code, now)
+			}
+			if code, _ := call(now["key"].(string), "POST", "/v1/chat/completions", chat); code != 200 {
+				t.Fatalf("before rotation: %d", code)
+			}
+			if code, rot := call(admin, "POST", "/v1/keys/"+now["id"].(string)+"/rotate", map[string]any{"grace_seconds": 0}); code != 201 {
+				t.Fatalf("rotate with grace 0: %d %v", code, rot)
+			}
+			if code, body := call(now["key"].(string), "POST", "/v1/chat/completions", chat); code != 401 {
+				t.Fatalf("the old key after a rotation with grace 0: %d %v", code, body)
+			}
 			// Expiry.
 			code, short := call(admin, "POST", "/v1/keys", map[string]any{"name": "short", "scopes": []string{"inference"}, "expires_in": 1})
 			if code != 201 {

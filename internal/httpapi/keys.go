@@ -218,6 +218,9 @@ func (s *Server) rotateKey(w http.ResponseWriter, r *http.Request) error {
 			return apierr.Invalid("grace_seconds", "'grace_seconds' must not be negative")
 		}
 		grace = time.Duration(*req.GraceSeconds) * time.Second
+		if grace == 0 {
+			grace = -1 // the API's 0 is "at once"; the service's 0 is its default
+		}
 	}
 	id := r.PathValue("id")
 	k, secret, err := s.Keys.Rotate(r.Context(), id, grace)
