@@ -259,6 +259,13 @@ func TestOpenAPIWorkflowsMatch(t *testing.T) {
 		}
 	}
 	again.finish()
+	// After the last event there is nothing to follow: 204, so that an
+	// EventSource stops reconnecting instead of waiting for ever.
+	end := c.newRequest("GET", "/v1/workflow_runs/"+a+"/events", nil)
+	end.Header.Set("Last-Event-ID", ids[len(ids)-1])
+	if x := c.send(end, nil, true); x.resp.StatusCode != 204 || len(x.body) != 0 {
+		t.Fatalf("resumed after the last event: %d %q", x.resp.StatusCode, x.body)
+	}
 	req := c.newRequest("GET", "/v1/workflow_runs/"+a+"/events", nil)
 	req.Header.Set("Last-Event-ID", "evt_doesnotexist")
 	if er := expectError(t, c.send(req, nil, true), 400, "invalid_request_error"); er["param"] != "Last-Event-ID" {

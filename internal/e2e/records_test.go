@@ -108,6 +108,24 @@ func TestRequestLogOnSQLiteAndPostgres(t *testing.T) {
 					t.Errorf("%s: %d %v", q, resp.StatusCode, body)
 				}
 			}
+			// A call refused for its scope is the key's call too: its
+			// record names the key and team, so the team finds it.
+			if st := send(otherReader, "req-log-403", chat); st != 403 {
+				t.Fatalf("a records:read key's chat: %d", st)
+			}
+			var refused map[string]any
+			for deadline := time.Now().Add(5 * time.Second); refused == nil; time.Sleep(50 * time.Millisecond) {
+				resp := e.request(otherReader, "GET", "/v1/logs/req-log-403", nil)
+				if resp.StatusCode == 200 {
+					json.NewDecoder(resp.Body).Decode(&refused)
+				} else if time.Now().After(deadline) {
+					t.Fatalf("the refused call's record, read by its own team: %d", resp.StatusCode)
+				}
+				resp.Body.Close()
+			}
+			if refused["team_id"] != team["id"] || !strings.HasPrefix(refused["key_id"].(string), "key_") || refused["error_code"] != "permission_denied" {
+				t.Fatalf("the refused call's record: %v", refused)
+			}
 			// Another team reads none of this team's records.
 			resp := e.request(otherReader, "GET", "/v1/logs/req-log-ok", nil)
 			resp.Body.Close()

@@ -238,13 +238,7 @@ func (s *Server) authenticate(r *http.Request, scope auth.Scope) (*http.Request,
 	if key, ok := invokedKey(r); ok {
 		// An in-process call (Invoke): the key was looked up by id and
 		// checked active; its scopes still decide.
-		if !auth.HasScope(key, scope) {
-			return r, &apierr.Error{Code: apierr.PermissionDenied, Message: "This API key lacks the '" + string(scope) + "' scope this operation needs."}
-		}
-		if info, ok := r.Context().Value(infoCtx).(*requestInfo); ok {
-			info.key = &key
-		}
-		return r.WithContext(context.WithValue(r.Context(), keyCtx, key)), nil
+		return authorize(r, key, scope)
 	}
 	h := r.Header.Get("Authorization")
 	if h == "" {
@@ -267,11 +261,18 @@ func (s *Server) authenticate(r *http.Request, scope auth.Scope) (*http.Request,
 	case err != nil:
 		return r, err
 	}
-	if !auth.HasScope(key, scope) {
-		return r, &apierr.Error{Code: apierr.PermissionDenied, Message: "This API key lacks the '" + string(scope) + "' scope this operation needs."}
-	}
+	return authorize(r, key, scope)
+}
+
+// authorize checks an authenticated key's scope. The request's record
+// names the key either way: a refusal is the key's call too, and must be
+// found by its team and key id.
+func authorize(r *http.Request, key auth.Key, scope auth.Scope) (*http.Request, error) {
 	if info, ok := r.Context().Value(infoCtx).(*requestInfo); ok {
 		info.key = &key
+	}
+	if !auth.HasScope(key, scope) {
+		return r, &apierr.Error{Code: apierr.PermissionDenied, Message: "This API key lacks the '" + string(scope) + "' scope this operation needs."}
 	}
 	return r.WithContext(context.WithValue(r.Context(), keyCtx, key)), nil
 }

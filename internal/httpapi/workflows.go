@@ -369,10 +369,20 @@ func (s *Server) runEvents(w http.ResponseWriter, r *http.Request) error {
 			return apierr.Invalid(param, "no event '"+id+"' of this run to resume after")
 		}
 		f.After = ev.Seq
+		if runEnded(ev) {
+			// Nothing follows a run's last event. 204 is how SSE says
+			// "stop reconnecting" (an EventSource reconnects after a
+			// stream ends, and would otherwise wait here for ever).
+			w.WriteHeader(http.StatusNoContent)
+			return nil
+		}
 	}
-	return s.followEvents(w, r, f, func(ev events.Event) bool {
-		return ev.Type == events.WorkflowRunSucceeded || ev.Type == events.WorkflowRunFailed || ev.Type == events.WorkflowRunCancelled
-	})
+	return s.followEvents(w, r, f, runEnded)
+}
+
+// runEnded reports whether ev is a run's last event.
+func runEnded(ev events.Event) bool {
+	return ev.Type == events.WorkflowRunSucceeded || ev.Type == events.WorkflowRunFailed || ev.Type == events.WorkflowRunCancelled
 }
 
 // approval returns an approval the caller's team may see.
