@@ -236,11 +236,12 @@ func Write(w http.ResponseWriter, err error) *Error {
 	// The OpenAI SDKs retry 409 and 429 by default; x-should-retry (which
 	// they read first) tells them which of ours a retry cannot fix: a name
 	// already taken, a daily or monthly budget spent. A request still
-	// running under the same Idempotency-Key is worth retrying.
-	switch e.Code {
-	case Conflict, QuotaExceeded:
+	// running under the same Idempotency-Key is worth retrying. A rate
+	// limit without a wait is a request larger than the limit itself.
+	switch {
+	case e.Code == Conflict, e.Code == QuotaExceeded, e.Code == RateLimitExceeded && e.RetryAfter <= 0:
 		w.Header().Set("x-should-retry", "false")
-	case IdempotencyKeyInUse:
+	case e.Code == IdempotencyKeyInUse:
 		w.Header().Set("x-should-retry", "true")
 	}
 	w.Header().Set("Content-Type", "application/json")

@@ -73,7 +73,8 @@ func TestLimitsOnOneServer(t *testing.T) {
 	}
 	// More than the per-minute token limit at once can never fit.
 	resp, out := chat(keyA, 350)
-	if resp.StatusCode != 429 || errCode(out) != "rate_limit_exceeded" || resp.Header.Get("Retry-After") != "" {
+	if resp.StatusCode != 429 || errCode(out) != "rate_limit_exceeded" || resp.Header.Get("Retry-After") != "" ||
+		resp.Header.Get("X-Ratelimit-Remaining-Tokens") != "" || resp.Header.Get("x-should-retry") != "false" {
 		t.Fatalf("oversized request: %d %v Retry-After=%q", resp.StatusCode, out, resp.Header.Get("Retry-After"))
 	}
 	left := float64(perDay)

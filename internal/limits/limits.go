@@ -558,11 +558,14 @@ func (s *Service) Admit(ctx context.Context, req Request) (*Ticket, Status, erro
 		return nil, st, &ExceededError{Scope: c.rule.Scope, Subject: c.rule.Subject, Dimension: c.dimension, Limit: c.limit, Requested: c.n, RetryAfter: c.retry}
 	}
 	// A request larger than a limit can never fit: refused before
-	// anything is taken, without Retry-After.
+	// anything is taken, without Retry-After, and without a window in the
+	// status — nothing was read, so there is no remaining count or reset
+	// to report (a "remaining 0, reset 0s" would be false).
 	for _, c := range checks {
 		if c.n > c.limit {
 			c.retry = 0
-			return refuse(c)
+			_, _, err := refuse(c)
+			return nil, Status{}, err
 		}
 	}
 	leaseID := req.ID

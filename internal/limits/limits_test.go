@@ -99,10 +99,14 @@ func TestTokensAreReservedThenSettled(t *testing.T) {
 		}
 	}
 	// A request larger than the limit can never fit: no Retry-After.
-	_, _, err = s.Admit(ctx, limits.Request{ID: "3", KeyID: "k", TeamID: "t", Tokens: 1001})
+	_, st, err = s.Admit(ctx, limits.Request{ID: "3", KeyID: "k", TeamID: "t", Tokens: 1001})
 	var ex *limits.ExceededError
 	if !errors.As(err, &ex) || ex.RetryAfter != 0 {
 		t.Fatalf("oversized request: %v", err)
+	}
+	// Nothing was read: no window claims a remaining count or a reset.
+	if st.Tokens != nil || st.Requests != nil {
+		t.Fatalf("oversized request's status: %+v", st)
 	}
 }
 
