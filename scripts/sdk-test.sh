@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the official OpenAI SDKs, unmodified, against a live Sovereign server:
 # the `openai` Python package (pytest) and the `openai` npm package (node --test);
-# and Cohere's `cohere` Python package against POST /v1/rerank (pytest).
+# Cohere's `cohere` Python package against POST /v1/rerank (pytest); then
+# Sovereign's own client libraries, sdk/python and sdk/typescript (each
+# through its test.sh: install, type-check, tests, README examples).
 #
 # Usage: scripts/sdk-test.sh
 #
@@ -20,8 +22,8 @@
 # generated bootstrap admin key; it runs in deterministic mode, so that a
 # greedy request answers the same whatever runs beside it (test_openai_batch.py
 # compares a batch's answers, run several at a time, with the same requests made
-# one by one); it is stopped on exit. Exits non-zero if either
-# suite fails.
+# one by one), and may deliver webhooks to loopback receivers (the SDKs'
+# webhook tests); it is stopped on exit. Exits non-zero if any suite fails.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -114,6 +116,7 @@ for attempt in 1 2 3; do
     SOVEREIGN_MODELS_DIR="$MODELS_DIR" \
     SOVEREIGN_BOOTSTRAP_KEY="$API_KEY" \
     SOVEREIGN_DETERMINISTIC=true \
+    SOVEREIGN_OUTBOUND_ALLOW_PRIVATE=true \
     "$BIN" serve >"$WORK/server.log" 2>&1 </dev/null &
   SERVER_PID=$!
   for _ in $(seq 1 600); do
@@ -148,9 +151,19 @@ node_rc=0
 log "running the Node SDK suite (node --test)"
 (cd "$NODE_DIR" && timeout "$SUITE_TIMEOUT" node --test --test-reporter=spec openai.test.mjs) || node_rc=$?
 
-if [ "$py_rc" -ne 0 ] || [ "$node_rc" -ne 0 ]; then
-  log "FAILED (pytest exit $py_rc, node --test exit $node_rc); last lines of the server log:"
+# Sovereign's own client libraries (sdk/python, sdk/typescript), each
+# installing what it needs and running all its checks against this server.
+sovpy_rc=0
+log "running Sovereign's Python SDK checks (sdk/python/test.sh)"
+timeout "$SUITE_TIMEOUT" bash "$REPO/sdk/python/test.sh" || sovpy_rc=$?
+
+sovts_rc=0
+log "running Sovereign's TypeScript SDK checks (sdk/typescript/test.sh)"
+timeout "$SUITE_TIMEOUT" bash "$REPO/sdk/typescript/test.sh" || sovts_rc=$?
+
+if [ "$py_rc" -ne 0 ] || [ "$node_rc" -ne 0 ] || [ "$sovpy_rc" -ne 0 ] || [ "$sovts_rc" -ne 0 ]; then
+  log "FAILED (openai pytest exit $py_rc, openai node --test exit $node_rc, sdk/python exit $sovpy_rc, sdk/typescript exit $sovts_rc); last lines of the server log:"
   tail -n 30 "$WORK/server.log" >&2 || true
   exit 1
 fi
-log "both SDK suites passed"
+log "all SDK suites passed"

@@ -1,0 +1,9 @@
+export { Sovereign, Sovereign as default, DEFAULT_BASE_URL, VERSION, readEnv, type ClientOptions } from './client.js';
+export { OpenAI, toFile, APIPromise, PagePromise } from 'openai';
+export { OpenAIError, APIError, APIConnectionError, APIConnectionTimeoutError, APIUserAbortError, InvalidWebhookSignatureError, } from 'openai/core/error';
+export * from './errors.js';
+export * from './resources.js';
+export * from './batch.js';
+export { EventStream, parseSSE, type EventStreamOptions, type SSEMessage } from './sse.js';
+export { verifyWebhook, unwrapWebhook, sign as signWebhook, DEFAULT_TOLERANCE_SECONDS, type WebhookHeaders, type WebhookPayload, } from './webhooks.js';
+export type * from './types.js';
