@@ -30,7 +30,7 @@ CGO_ENV    = CGO_ENABLED=1 \
 CGO_NOISE  := 'warning:|note:|In function|inlined from|^ +\||~~~|^\s*[0-9]+ \|'
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build llama cgo-env run models test test-go test-sdk bench bench-gateway bench-retrieval bench-workflow fmt vet clean deps
+.PHONY: all build llama cgo-env run models test test-go test-sdk test-console bench bench-gateway bench-retrieval bench-workflow fmt vet clean deps
 
 all: build
 
@@ -59,10 +59,13 @@ run: models
 
 # make test: Go suites (SQLite, and a throwaway PostgreSQL and Redis started
 # from Debian's packages on loopback ports), then the official openai SDKs for
-# Python and Node against a live server.
+# Python and Node and Sovereign's own SDKs (sdk/python, sdk/typescript)
+# against a live server, then the web console in a browser (Debian's
+# chromium, driven by playwright-core).
 test: models
 	@$(MAKE) --no-print-directory test-go
 	@$(MAKE) --no-print-directory test-sdk
+	@$(MAKE) --no-print-directory test-console
 
 test-go:
 	@echo ">> go vet"
@@ -90,8 +93,12 @@ test-go:
 		$(CGO_ENV) $(GO) test -count=1 -timeout 20m ./internal/e2e/ 2> >(grep -v -E $(CGO_NOISE) >&2)
 
 test-sdk:
-	@echo ">> openai SDKs (Python, Node) against a live server"
+	@echo ">> SDKs against a live server: openai (Python, Node), cohere, sdk/python, sdk/typescript"
 	@SOVEREIGN_BIN="$(CURDIR)/$(BIN)" SOVEREIGN_MODELS_DIR="$(MODELS_DIR)" bash scripts/sdk-test.sh
+
+test-console:
+	@echo ">> the web console in a browser (tests/console)"
+	@SOVEREIGN_BIN="$(CURDIR)/$(BIN)" SOVEREIGN_MODELS_DIR="$(MODELS_DIR)" bash tests/console/test.sh
 
 # Every benchmark runs even when an earlier one misses a target; the exit
 # status says whether all met theirs.

@@ -22,7 +22,7 @@ const keysUsage = `usage:
   sovereign keys rotate ID [--grace DURATION]
 
 TEAM is a team id or name (a new name creates the team; default "default").
-Scopes: inference, models:read, models:write, keys:read, records:read, workflows, approvals, webhooks, admin (default inference,models:read).
+Scopes: inference, models:read, models:write, keys:read, records:read, workflows, approvals, webhooks, console, admin (default inference,models:read).
 The database comes from SOVEREIGN_DATABASE_URL / SOVEREIGN_DATA_DIR / --config,
 as for ` + "`sovereign serve`" + `, or --database-url.
 `

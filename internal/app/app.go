@@ -20,6 +20,8 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/batch"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/config"
+	"github.com/sovereign-ai/sovereign/internal/console"
+	"github.com/sovereign-ai/sovereign/internal/console/session"
 	"github.com/sovereign-ai/sovereign/internal/durable"
 	"github.com/sovereign-ai/sovereign/internal/engine"
 	"github.com/sovereign-ai/sovereign/internal/events"
@@ -95,7 +97,11 @@ type App struct {
 	// Webhooks delivers events to the teams' webhooks.
 	Webhooks *webhook.Service
 
+	// Console is the web console (/console).
+	Console *console.Console
+
 	handler      http.Handler
+	served       http.Handler
 	shuttingDown chan struct{}
 	closers      []func()
 }
@@ -237,6 +243,9 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 	// lines) go through it, and they may start as soon as the durable
 	// engine launches.
 	a.handler = a.API.Handler()
+	if err := a.newConsole(ctx, cfg.ConsoleSessionIdle, log); err != nil {
+		return nil, err
+	}
 	if err := a.startDurable(ctx, cfg, opts, srcs, log); err != nil {
 		return nil, err
 	}
@@ -328,8 +337,42 @@ func (a *App) startDurable(ctx context.Context, cfg config.Config, opts Options,
 	return nil
 }
 
-// Handler is the HTTP API.
-func (a *App) Handler() http.Handler { return a.handler }
+// Handler is what `sovereign serve` serves: the web console under
+// /console, the HTTP API everywhere else.
+func (a *App) Handler() http.Handler { return a.served }
+
+// newConsole builds the web console over the API and mounts it in front
+// of the API's handler; expired sessions are purged hourly.
+func (a *App) newConsole(ctx context.Context, idle time.Duration, log *slog.Logger) error {
+	m := &session.Manager{Store: a.DB, Idle: idle}
+	c, err := console.New(console.Config{API: a.API, Keys: a.Keys, Sessions: m, Log: log})
+	if err != nil {
+		return fmt.Errorf("console: %w", err)
+	}
+	a.Console = c
+	mux := http.NewServeMux()
+	mux.Handle(console.Prefix, c)
+	mux.Handle(console.Prefix+"/", c)
+	mux.Handle("/", a.handler)
+	a.served = mux
+	a.background(ctx, func(ctx context.Context) {
+		t := time.NewTicker(time.Hour)
+		defer t.Stop()
+		for {
+			if n, err := a.DB.PurgeConsoleSessions(ctx, time.Now()); err != nil && ctx.Err() == nil {
+				log.Warn("console: purging expired sessions", "err", err)
+			} else if n > 0 {
+				log.Debug("console: purged expired sessions", "sessions", n)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	})
+	return nil
+}
 
 // ShuttingDown makes /readyz fail, so load balancers stop sending new
 // requests while in-flight ones finish.

@@ -36,6 +36,11 @@ const (
 	// and deliveries (subscribing to audit.triggered also needs
 	// ScopeRecordsRead).
 	ScopeWebhooks Scope = "webhooks"
+	// ScopeConsole allows signing in to the web console (/console). It
+	// grants no API access of its own: every console page still needs the
+	// scopes of the API calls it makes, so a console-only key signs in
+	// and sees nothing it could not read through the API.
+	ScopeConsole Scope = "console"
 	// ScopeAdmin allows everything, for every team: creating, rotating and
 	// revoking keys, managing teams, and every other scope.
 	ScopeAdmin Scope = "admin"
@@ -43,7 +48,7 @@ const (
 
 // ValidScopes lists every scope in a stable order (the order docs and
 // help texts show them in).
-var ValidScopes = []Scope{ScopeInference, ScopeModelsRead, ScopeModelsWrite, ScopeKeysRead, ScopeRecordsRead, ScopeWorkflows, ScopeApprovals, ScopeWebhooks, ScopeAdmin}
+var ValidScopes = []Scope{ScopeInference, ScopeModelsRead, ScopeModelsWrite, ScopeKeysRead, ScopeRecordsRead, ScopeWorkflows, ScopeApprovals, ScopeWebhooks, ScopeConsole, ScopeAdmin}
 
 // Valid reports whether s is one of ValidScopes.
 func (s Scope) Valid() bool {

@@ -74,6 +74,9 @@ type Config struct {
 	// WebhookRetryWindow is how long a webhook delivery is retried before
 	// it fails (docs/webhooks.md).
 	WebhookRetryWindow time.Duration `yaml:"webhook_retry_window"`
+	// ConsoleSessionIdle is how long an unused web console session lasts
+	// (0: the console's default; docs/console.md).
+	ConsoleSessionIdle time.Duration `yaml:"console_session_idle"`
 	// Limits are rate limits and quotas per key, team or model (YAML
 	// only; the admin API can override them; see docs/limits.md).
 	Limits []limits.Rule `yaml:"limits"`
@@ -116,6 +119,7 @@ var settings = []setting{
 	{"LogCheckpointInterval", "log_checkpoint_interval", "SOVEREIGN_LOG_CHECKPOINT_INTERVAL", "1h", "how often a Merkle checkpoint (RFC 6962 root) of the request log is stored, for audit verify and proofs (0: never)"},
 	{"OutboundAllowPrivate", "outbound_allow_private", "SOVEREIGN_OUTBOUND_ALLOW_PRIVATE", "false", "let webhooks and workflow http steps reach private, loopback and link-local addresses (default: refused; outbound_allow lists exceptions in YAML)"},
 	{"WebhookRetryWindow", "webhook_retry_window", "SOVEREIGN_WEBHOOK_RETRY_WINDOW", "24h", "how long a webhook delivery is retried, with exponential backoff, before it fails"},
+	{"ConsoleSessionIdle", "console_session_idle", "SOVEREIGN_CONSOLE_SESSION_IDLE", "12h", "how long an unused web console session (/console) lasts before signing in again"},
 	{"InstanceID", "instance_id", "SOVEREIGN_INSTANCE_ID", "", "this server's name among those sharing a PostgreSQL database, stable across restarts (default: host name and listen port)"},
 	{"LogRetention", "log_retention", "SOVEREIGN_LOG_RETENTION", "0s", "how long request records are kept, e.g. 2160h (0: forever); older ones are purged hourly, the chain kept verifiable"},
 }
@@ -217,6 +221,9 @@ func (c Config) Validate() error {
 	}
 	if c.WebhookRetryWindow < 0 {
 		return errors.New("config: webhook_retry_window must not be negative")
+	}
+	if c.ConsoleSessionIdle < 0 {
+		return errors.New("config: console_session_idle must not be negative")
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -97,3 +97,29 @@ func (b *bufferWriter) Write(p []byte) (int, error) {
 }
 
 func (b *bufferWriter) Flush() {}
+
+// ServeAs serves r through the API as the key keyID, writing the answer
+// (a streamed one as it is produced) onto w: the streaming counterpart of
+// Invoke, for in-process callers that relay a live response (the web
+// console's chat playground and run events). r's Authorization and Cookie
+// headers are dropped; its path, query and body are the API request's, its
+// remote address is kept for the request log. Errors (before anything is
+// written): the key cannot be read, or it is revoked or expired
+// (apierr.InvalidAPIKey).
+func (s *Server) ServeAs(w http.ResponseWriter, r *http.Request, keyID string) error {
+	if s.handler == nil {
+		return errors.New("httpapi: ServeAs before Handler")
+	}
+	key, err := s.Keys.GetKey(r.Context(), keyID)
+	if err != nil {
+		return fmt.Errorf("httpapi: the key %s: %w", keyID, err)
+	}
+	if !key.Active(time.Now()) {
+		return &apierr.Error{Code: apierr.InvalidAPIKey, Message: "The API key " + keyID + " has been revoked or has expired."}
+	}
+	r = r.Clone(context.WithValue(r.Context(), invokedCtx, key))
+	r.Header.Del("Authorization")
+	r.Header.Del("Cookie")
+	s.handler.ServeHTTP(w, r)
+	return nil
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/batch"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
+	"github.com/sovereign-ai/sovereign/internal/console/session"
 	"github.com/sovereign-ai/sovereign/internal/events"
 	"github.com/sovereign-ai/sovereign/internal/idempotency"
 	"github.com/sovereign-ai/sovereign/internal/limits"
@@ -42,6 +43,8 @@ type Store interface {
 	workflow.Store
 	webhook.Store
 	idempotency.Store
+	// session.Store keeps the web console's sessions.
+	session.Store
 	io.Closer
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error

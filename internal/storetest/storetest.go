@@ -57,6 +57,7 @@ func Run(t *testing.T, open func(t *testing.T) auth.KeyStore) {
 		{"Webhooks", testWebhooks},
 		{"Batches", testBatches},
 		{"Idempotency", testIdempotency},
+		{"ConsoleSessions", testConsoleSessions},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,435 @@
+// Package console is Sovereign's web console, served at /console: pages
+// rendered on the server from embedded html/template files, forms that
+// work as plain POST + redirect, and a few small JavaScript modules for
+// what must be live (the streamed chat playground). See docs/console.md.
+//
+// A browser signs in with an API key holding the console (or admin) scope;
+// the console keeps a server-side session (internal/console/session) and
+// makes every read and write through the API itself, in process, as that
+// key (httpapi.Server.Invoke and ServeAs). A page therefore shows exactly
+// what the key may see: its scopes, its team, its limits and policies
+// apply, and each call is in the request log like any other.
+package console
+
+import (
+	"context"
+	"crypto/rand"
+	"embed"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
+	"github.com/sovereign-ai/sovereign/internal/auth"
+	"github.com/sovereign-ai/sovereign/internal/console/session"
+	"github.com/sovereign-ai/sovereign/internal/httpapi"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// CookieName is the session cookie's name; preCookie carries the sign-in
+// form's CSRF token before a session exists.
+const (
+	CookieName = "sovereign_console"
+	preCookie  = "sovereign_console_signin"
+	// CSRFHeader carries the CSRF token of JavaScript calls.
+	CSRFHeader = "X-CSRF-Token"
+	csrfField  = "csrf_token"
+	// Prefix is where the console is mounted.
+	Prefix = "/console"
+)
+
+// API is the in-process API the console calls as the session's key
+// (*httpapi.Server).
+type API interface {
+	Invoke(ctx context.Context, keyID, method, path string, body []byte) (httpapi.Invoked, error)
+	ServeAs(w http.ResponseWriter, r *http.Request, keyID string) error
+}
+
+// Keys authenticates the secret typed at sign-in and reads the session's
+// own key (its name and scopes for the header) (*auth.Service).
+type Keys interface {
+	Authenticate(ctx context.Context, secret string) (auth.Key, error)
+	GetKey(ctx context.Context, id string) (auth.Key, error)
+}
+
+// Config is what the console needs.
+type Config struct {
+	API      API
+	Keys     Keys
+	Sessions *session.Manager
+	Log      *slog.Logger
+}
+
+// Console serves /console.
+type Console struct {
+	cfg   Config
+	pages map[string]*template.Template
+	mux   *http.ServeMux
+}
+
+// New builds the console. Errors: a template that does not parse (a bug).
+func New(cfg Config) (*Console, error) {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	c := &Console{cfg: cfg, pages: map[string]*template.Template{}}
+	names, err := fs.Glob(templateFS, "templates/*.html")
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		base := strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")
+		if base == "layout" {
+			continue
+		}
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", n)
+		if err != nil {
+			return nil, err
+		}
+		c.pages[base] = t
+	}
+	c.routes()
+	return c, nil
+}
+
+// ServeHTTP serves the console's pages and assets.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin")
+	c.mux.ServeHTTP(w, r)
+}
+
+// page is what every template gets.
+type page struct {
+	Title  string
+	Nav    string
+	Key    *auth.Key
+	CSRF   string
+	Notice string
+	Error  string
+	Data   any
+}
+
+// req is one signed-in request.
+type req struct {
+	w    http.ResponseWriter
+	r    *http.Request
+	sess session.Session
+	key  auth.Key
+}
+
+type handler func(c *Console, q *req) error
+
+func (c *Console) routes() {
+	m := http.NewServeMux()
+	static, _ := fs.Sub(staticFS, "static")
+	files := http.StripPrefix(Prefix+"/static/", http.FileServer(http.FS(static)))
+	m.Handle("GET "+Prefix+"/static/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-cache")
+		files.ServeHTTP(w, r)
+	}))
+	m.HandleFunc("GET "+Prefix, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, Prefix+"/", http.StatusFound)
+	})
+	m.HandleFunc("GET "+Prefix+"/signin", c.signinPage)
+	m.HandleFunc("POST "+Prefix+"/signin", c.signin)
+	m.Handle("POST "+Prefix+"/signout", c.auth(signout))
+	m.Handle("GET "+Prefix+"/{$}", c.auth(overview))
+	m.Handle("GET "+Prefix+"/keys", c.auth(keysPage))
+	m.Handle("POST "+Prefix+"/keys", c.auth(createKey))
+	m.Handle("POST "+Prefix+"/keys/{id}/revoke", c.auth(revokeKey))
+	m.Handle("POST "+Prefix+"/keys/{id}/rotate", c.auth(rotateKey))
+	m.Handle("POST "+Prefix+"/teams", c.auth(createTeam))
+	m.Handle("GET "+Prefix+"/playground", c.auth(playground))
+	m.Handle("GET "+Prefix+"/models", c.auth(modelsPage))
+	m.Handle("GET "+Prefix+"/models/{id}", c.auth(modelPage))
+	m.Handle("POST "+Prefix+"/models/{id}/{action}", c.auth(modelAction))
+	m.Handle("GET "+Prefix+"/compare", c.auth(comparePage))
+	m.Handle("POST "+Prefix+"/compare", c.auth(compare))
+	m.Handle("GET "+Prefix+"/logs", c.auth(logsPage))
+	m.Handle("GET "+Prefix+"/logs/{id}", c.auth(logPage))
+	m.Handle("GET "+Prefix+"/usage", c.auth(usagePage))
+	m.Handle("GET "+Prefix+"/decisions", c.auth(decisionsPage))
+	m.Handle("GET "+Prefix+"/source_links", c.auth(sourceLinksPage))
+	m.Handle("GET "+Prefix+"/audit", c.auth(checkpointsPage))
+	m.Handle("GET "+Prefix+"/sources", c.auth(collectionsPage))
+	m.Handle("POST "+Prefix+"/sources", c.auth(createCollection))
+	m.Handle("GET "+Prefix+"/sources/{id}", c.auth(collectionPage))
+	m.Handle("POST "+Prefix+"/sources/{id}/documents", c.auth(addDocument))
+	m.Handle("POST "+Prefix+"/sources/{id}/search", c.auth(searchCollection))
+	m.Handle("GET "+Prefix+"/workflows", c.auth(workflowsPage))
+	m.Handle("GET "+Prefix+"/runs", c.auth(runsPage))
+	m.Handle("GET "+Prefix+"/runs/{id}", c.auth(runPage))
+	m.Handle("GET "+Prefix+"/approvals", c.auth(approvalsPage))
+	m.Handle("POST "+Prefix+"/approvals/{id}", c.auth(decideApproval))
+	m.Handle("GET "+Prefix+"/webhooks", c.auth(webhooksPage))
+	m.Handle("GET "+Prefix+"/webhooks/{id}", c.auth(deliveriesPage))
+	m.Handle("POST "+Prefix+"/webhooks/{id}/deliveries/{delivery}/redeliver", c.auth(redeliver))
+	m.Handle(Prefix+"/api/", c.auth(passThrough))
+	m.HandleFunc(Prefix+"/", func(w http.ResponseWriter, r *http.Request) {
+		c.render(w, http.StatusNotFound, "error", page{Title: "Not found", Error: "There is no console page at " + r.URL.Path + "."})
+	})
+	c.mux = m
+}
+
+// auth wraps a page that needs a session: without one, GET goes to the
+// sign-in page and anything else is 401; a non-GET without the session's
+// CSRF token (form field or header) is 403.
+func (c *Console) auth(h handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "no-store")
+		ck, _ := r.Cookie(CookieName)
+		var id string
+		if ck != nil {
+			id = ck.Value
+		}
+		s, err := c.cfg.Sessions.Check(r.Context(), id)
+		var key auth.Key
+		if err == nil {
+			key, err = c.cfg.Keys.GetKey(r.Context(), s.KeyID)
+			if err == nil && !key.Active(time.Now()) {
+				// A revoked or expired key ends its sessions.
+				_ = c.cfg.Sessions.End(r.Context(), id)
+				err = session.ErrNoSession
+			}
+		}
+		if err != nil {
+			if !errors.Is(err, session.ErrNoSession) && !errors.Is(err, auth.ErrNotFound) {
+				c.cfg.Log.Error("console: session", "err", err)
+				c.render(w, http.StatusInternalServerError, "error", page{Title: "Error", Error: "The console could not read its session; try again."})
+				return
+			}
+			if ck != nil {
+				c.clearCookie(w, r, CookieName)
+			}
+			if r.Method == http.MethodGet && !strings.HasPrefix(r.URL.Path, Prefix+"/api/") {
+				http.Redirect(w, r, Prefix+"/signin?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			writeAPIError(w, http.StatusUnauthorized, "unauthorized", "Sign in to the console first.")
+			return
+		}
+		if !safeMethod(r.Method) {
+			tok := r.Header.Get(CSRFHeader)
+			if tok == "" && isForm(r) {
+				tok = r.PostFormValue(csrfField)
+			}
+			if !s.ValidCSRF(tok) || !sameOrigin(r) {
+				c.refuseCSRF(w, r)
+				return
+			}
+		}
+		q := &req{w: w, r: r, sess: s, key: key}
+		if err := h(c, q); err != nil {
+			c.fail(q, err)
+		}
+	})
+}
+
+func (c *Console) refuseCSRF(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, Prefix+"/api/") {
+		writeAPIError(w, http.StatusForbidden, "csrf_failed", "The request lacks this session's CSRF token.")
+		return
+	}
+	c.render(w, http.StatusForbidden, "error", page{Title: "Refused", Error: "This form lacks its security token (CSRF). Reload the page and try again."})
+}
+
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+func isForm(r *http.Request) bool {
+	ct := r.Header.Get("Content-Type")
+	return strings.HasPrefix(ct, "application/x-www-form-urlencoded") || strings.HasPrefix(ct, "multipart/form-data")
+}
+
+// sameOrigin refuses a request whose Origin header (when the browser sends
+// one) names another site: defence in depth beside the token and
+// SameSite=Strict.
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" || o == "null" {
+		return o == ""
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host == r.Host
+}
+
+// writeAPIError answers a /console/api call in the API's error envelope.
+func writeAPIError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": "console_error", "param": nil, "code": code}})
+}
+
+// setCookie sets a console cookie: HttpOnly, SameSite=Strict, Path
+// /console, Secure when the request came over TLS.
+func (c *Console) setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge int) {
+	http.SetCookie(w, &http.Cookie{Name: name, Value: value, Path: Prefix, HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: r.TLS != nil, MaxAge: maxAge})
+}
+
+func (c *Console) clearCookie(w http.ResponseWriter, r *http.Request, name string) {
+	c.setCookie(w, r, name, "", -1)
+}
+
+// render writes page name with p.
+func (c *Console) render(w http.ResponseWriter, status int, name string, p page) {
+	t, ok := c.pages[name]
+	if !ok {
+		http.Error(w, "no template "+name, http.StatusInternalServerError)
+		return
+	}
+	var b strings.Builder
+	if err := t.Execute(&b, p); err != nil {
+		c.cfg.Log.Error("console: render", "page", name, "err", err)
+		http.Error(w, "The page could not be rendered.", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(b.String()))
+}
+
+// show renders a signed-in page.
+func (q *req) page(title, nav string, data any) page {
+	k := q.key
+	return page{Title: title, Nav: nav, Key: &k, CSRF: q.sess.CSRF, Notice: q.r.URL.Query().Get("notice"), Data: data}
+}
+
+func (c *Console) show(q *req, status int, name, title, nav string, data any) error {
+	c.render(q.w, status, name, q.page(title, nav, data))
+	return nil
+}
+
+// fail renders err for a signed-in page: an API error with its status and
+// message, anything else as a 500 (logged).
+func (c *Console) fail(q *req, err error) {
+	var ae *apierr.Error
+	status, msg := http.StatusInternalServerError, "Something went wrong on the server; the error is logged."
+	if errors.As(err, &ae) {
+		status, msg = ae.Status(), ae.Message
+	} else {
+		c.cfg.Log.Error("console", "path", q.r.URL.Path, "err", err)
+	}
+	p := q.page("Error", "", nil)
+	p.Error = msg
+	c.render(q.w, status, "error", p)
+}
+
+// call makes an API call as the session's key and decodes a 2xx answer
+// into out (when not nil). Errors: the API's error (*apierr.Error).
+func (c *Console) call(q *req, method, path string, body any, out any) error {
+	var b []byte
+	if body != nil {
+		var err error
+		if b, err = json.Marshal(body); err != nil {
+			return err
+		}
+	}
+	res, err := c.cfg.API.Invoke(q.r.Context(), q.sess.KeyID, method, path, b)
+	if err != nil {
+		return err
+	}
+	if err := res.Err(); err != nil {
+		return err
+	}
+	if out != nil && len(res.Body) > 0 {
+		return json.Unmarshal(res.Body, out)
+	}
+	return nil
+}
+
+// redirect answers a form post: see other, with a notice for the page.
+func redirect(q *req, path, notice string) error {
+	if notice != "" {
+		sep := "?"
+		if strings.Contains(path, "?") {
+			sep = "&"
+		}
+		path += sep + "notice=" + url.QueryEscape(notice)
+	}
+	http.Redirect(q.w, q.r, path, http.StatusSeeOther)
+	return nil
+}
+
+var funcs = template.FuncMap{
+	"unix": func(v any) string {
+		var n int64
+		switch x := v.(type) {
+		case float64:
+			n = int64(x)
+		case int64:
+			n = x
+		case *int64:
+			if x == nil {
+				return "—"
+			}
+			n = *x
+		case json.Number:
+			n, _ = x.Int64()
+		case nil:
+			return "—"
+		default:
+			return "—"
+		}
+		if n == 0 {
+			return "—"
+		}
+		return time.Unix(n, 0).UTC().Format("2006-01-02 15:04 UTC")
+	},
+	"join":   func(v []string) string { return strings.Join(v, ", ") },
+	"has":    func(k *auth.Key, scope string) bool { return k != nil && auth.HasScope(*k, auth.Scope(scope)) },
+	"scopes": func() []auth.Scope { return auth.ValidScopes },
+	"inc":    func(i int) int { return i + 1 },
+	"cell":   cell,
+	"list":   func(v ...string) []string { return v },
+	"bar":    barWidth,
+	"has1":   func(list []string, v string) bool { return slices.Contains(list, v) },
+	"ms": func(v any) string {
+		switch x := v.(type) {
+		case float64:
+			return strconvF(x, 0) + " ms"
+		case *float64:
+			if x != nil {
+				return strconvF(*x, 0) + " ms"
+			}
+		}
+		return "—"
+	},
+	"f1": func(v any) string {
+		switch x := v.(type) {
+		case float64:
+			return strconvF(x, 1)
+		case *float64:
+			if x != nil {
+				return strconvF(*x, 1)
+			}
+		}
+		return "—"
+	},
+}
+
+func randomToken() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}

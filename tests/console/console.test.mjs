@@ -1,0 +1,331 @@
+// Browser tests of the web console against a live server (test.sh starts
+// it): playwright-core driving Debian's chromium headless, axe-core on every
+// page (no serious or critical violation), a screenshot of every page in
+// CONSOLE_OUT. The tests run in order and share one signed-in browser.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { chromium } from "playwright-core";
+
+const require = createRequire(import.meta.url);
+const AXE = readFileSync(require.resolve("axe-core/axe.min.js"), "utf8");
+const BASE = process.env.CONSOLE_URL;
+const ADMIN = process.env.CONSOLE_ADMIN_KEY;
+const OUT = process.env.CONSOLE_OUT || "out";
+const CHAT_MODEL = process.env.CONSOLE_CHAT_MODEL || "gemma3-270m";
+assert.ok(BASE && ADMIN, "CONSOLE_URL and CONSOLE_ADMIN_KEY must be set (run test.sh)");
+
+let browser, context, page;
+const pageErrors = [];
+const shots = [];
+
+before(async () => {
+  browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
+    headless: true,
+    args: ["--no-sandbox", "--disable-dev-shm-usage"],
+  });
+  context = await browser.newContext({ viewport: { width: 1280, height: 800 }, baseURL: BASE });
+  page = await context.newPage();
+  page.setDefaultTimeout(30_000);
+  // Any script error or CSP violation on a page fails the suite.
+  page.on("pageerror", (e) => pageErrors.push(`${page.url()}: ${e.message}`));
+  // (A page answered with an error status logs "Failed to load resource";
+  // that is the page's status, asserted where it matters. A failed
+  // sub-resource is caught by the response handler.)
+  page.on("console", (m) => {
+    if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) pageErrors.push(`${page.url()}: ${m.text()}`);
+  });
+  page.on("response", (r) => {
+    if (r.request().resourceType() !== "document" && r.request().resourceType() !== "fetch" && r.status() >= 400) {
+      pageErrors.push(`${r.url()}: ${r.status()}`);
+    }
+  });
+});
+
+after(async () => {
+  await browser?.close();
+});
+
+// check screenshots the page and runs axe-core on it.
+async function check(name) {
+  await page.screenshot({ path: path.join(OUT, `${name}.png`), fullPage: true });
+  shots.push(name);
+  await page.evaluate(AXE);
+  const res = await page.evaluate(() => window.axe.run(document, { resultTypes: ["violations"] }));
+  const bad = res.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+  assert.deepEqual(
+    bad.map((v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join("; ")}`),
+    [],
+    `axe-core violations on ${name}`,
+  );
+  const errs = pageErrors.splice(0);
+  assert.deepEqual(errs, [], `script errors on ${name}`);
+}
+
+async function api(key, method, p, body) {
+  const res = await fetch(BASE + p, {
+    method,
+    headers: { Authorization: `Bearer ${key}`, "Content-Type": "application/json" },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  return { status: res.status, body: await res.json().catch(() => null) };
+}
+
+test("signed out, a page leads to sign-in", async () => {
+  await page.goto("/console/keys");
+  assert.match(new URL(page.url()).pathname, /\/console\/signin$/);
+  await check("signin");
+});
+
+test("sign in with the admin key; the session cookie's flags", async () => {
+  await page.getByLabel("API key").fill(ADMIN);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.waitForURL(/\/console\/keys$/);
+  const cookie = (await context.cookies()).find((c) => c.name === "sovereign_console");
+  assert.ok(cookie, "session cookie set");
+  assert.equal(cookie.httpOnly, true);
+  assert.equal(cookie.sameSite, "Strict");
+  assert.equal(cookie.path, "/console");
+  assert.equal(cookie.secure, false, "plain HTTP on loopback: not Secure");
+  await page.goto("/console/");
+  await assert.doesNotReject(page.getByRole("heading", { name: "Overview" }).waitFor());
+  await check("overview");
+});
+
+let newKey;
+test("create a key: its secret is shown once and works against the API", async () => {
+  await page.goto("/console/keys");
+  await check("keys");
+  const details = page.locator("details.card");
+  if (!(await details.getAttribute("open") !== null)) await page.getByText("Create a key").click();
+  await page.getByLabel("Name").fill("browser test key");
+  await page.getByLabel("inference").check();
+  await page.getByLabel("models:read").check();
+  await page.getByRole("button", { name: "Create key" }).click();
+  await page.getByRole("heading", { name: "Key created" }).waitFor();
+  newKey = await page.locator("#new-secret").inputValue();
+  assert.match(newKey, /^sk-sov-[A-Za-z0-9]{40,}$/);
+  await assert.doesNotReject(page.getByRole("button", { name: "Copy" }).waitFor());
+  await check("key-created");
+  const models = await api(newKey, "GET", "/v1/models");
+  assert.equal(models.status, 200);
+  assert.ok(models.body.data.some((m) => m.id === CHAT_MODEL));
+  const keys = await api(newKey, "GET", "/v1/keys");
+  assert.equal(keys.status, 403, "the new key has only the scopes chosen");
+  // Shown once: the list never shows it again.
+  await page.goto("/console/keys");
+  assert.equal((await page.content()).includes(newKey), false);
+  assert.ok(await page.getByText("browser test key").first().isVisible());
+});
+
+test("a form post without the CSRF token is refused", async () => {
+  const res = await page.request.post("/console/keys", { form: { name: "forged", scopes: "admin" }, maxRedirects: 0 });
+  assert.equal(res.status(), 403);
+  const js = await page.request.post("/console/api/teams", { data: { name: "forged" } });
+  assert.equal(js.status(), 403);
+});
+
+test("the playground streams a chat answer", async () => {
+  await page.goto("/console/playground");
+  await page.getByLabel("Model").selectOption(CHAT_MODEL);
+  await page.getByLabel("Max tokens").fill("24");
+  await page.getByLabel("Temperature").fill("0");
+  await page.getByLabel("Message", { exact: true }).fill("What is the capital of France?");
+  // Count the updates of the answer: streamed text arrives in pieces.
+  await page.evaluate(() => {
+    window.__updates = 0;
+    new MutationObserver(() => { window.__updates++; }).observe(document.getElementById("conversation"), { subtree: true, childList: true, characterData: true });
+  });
+  await page.getByRole("button", { name: "Send" }).click();
+  const answer = page.locator("#conversation li.assistant .text");
+  await page.waitForFunction(() => /tokens/.test(document.getElementById("p-stats").textContent), null, { timeout: 120_000 });
+  const text = await answer.textContent();
+  assert.ok(text.trim().length > 0, "the answer has text");
+  const updates = await page.evaluate(() => window.__updates);
+  assert.ok(updates > 3, `the answer arrived in pieces (${updates} updates)`);
+  await check("playground");
+});
+
+test("models: catalog with filters and a model page", async () => {
+  await page.goto("/console/models");
+  await check("models");
+  await page.getByLabel("Capability").selectOption("chat");
+  await page.getByRole("button", { name: "Filter" }).click();
+  await page.waitForURL(/capability=chat/);
+  await page.getByRole("link", { name: CHAT_MODEL }).click();
+  await page.getByRole("heading", { name: CHAT_MODEL }).waitFor();
+  await check("model");
+});
+
+test("compare models side by side", async () => {
+  await page.goto("/console/compare");
+  await check("compare");
+  await page.getByLabel("Prompt").fill("Say hello.");
+  await page.getByLabel("Max tokens").fill("12");
+  await page.getByRole("button", { name: "Compare" }).click();
+  await page.locator(".compare-cols section, p.error").first().waitFor({ timeout: 120_000 });
+  assert.equal(await page.locator("p.error").count(), 0, await page.locator("main").textContent());
+  assert.match(await page.locator(".compare-cols").textContent(), /Latency/);
+  await check("compare-results");
+});
+
+test("the chat request is in the request logs, with its detail", async () => {
+  await page.goto("/console/logs?route=" + encodeURIComponent("POST /v1/chat/completions"));
+  const link = page.locator("table tbody a").first();
+  await link.waitFor({ timeout: 5000 }).catch(async () => {
+    await page.screenshot({ path: path.join(OUT, "logs-failed.png"), fullPage: true });
+    assert.fail("no request in the logs page: " + (await page.locator("main").textContent()));
+  });
+  await check("logs");
+  await link.click();
+  await page.getByRole("heading", { name: "Audit chain" }).waitFor();
+  assert.match(await page.locator("main").textContent(), /chat\/completions/);
+  await check("log");
+});
+
+test("records, sources, workflows and webhooks pages", async () => {
+  for (const [name, p] of [["usage", "/console/usage?group_by=model"], ["decisions", "/console/decisions"], ["audit", "/console/audit"],
+    ["sources", "/console/sources"], ["source-links", "/console/source_links"], ["workflows", "/console/workflows"],
+    ["runs", "/console/runs"], ["webhooks", "/console/webhooks"]]) {
+    const res = await page.goto(p);
+    assert.equal(res.status(), 200, p);
+    await check(name);
+  }
+  assert.match(await page.goto("/console/usage?group_by=model").then(() => page.locator("main").textContent()), new RegExp(CHAT_MODEL));
+});
+
+test("sources: create a collection, upload a document, search it", async () => {
+  await page.goto("/console/sources");
+  await page.getByLabel("New collection").fill("console notes");
+  await page.getByRole("button", { name: "Create collection" }).click();
+  await page.waitForURL(/\/console\/sources\/col_/);
+  // A file through the upload form (progress bar), and a text document.
+  await page.getByLabel(/^File/).setInputFiles({ name: "zorblat.txt", mimeType: "text/plain",
+    buffer: Buffer.from("The zorblat engine runs on liquid moonlight and hums in B flat.\n") });
+  await page.getByRole("button", { name: "Upload" }).click();
+  await page.getByText(/zorblat.txt uploaded/).waitFor();
+  await page.waitForLoadState("load");
+  await page.getByLabel("Title", { exact: true }).fill("Kettles");
+  await page.getByLabel("Text", { exact: true }).fill("A kettle boils water for tea.");
+  await page.getByRole("button", { name: "Add text" }).click();
+  await page.getByText(/Document added/).waitFor();
+  for (let i = 0; i < 60; i++) {
+    const text = await page.locator("main table").textContent();
+    if ((text.match(/ready/g) || []).length >= 2) break;
+    await new Promise((r) => setTimeout(r, 500));
+    await page.reload();
+  }
+  await check("collection");
+  await page.getByLabel("Query").fill("What does the zorblat engine run on?");
+  await page.getByLabel("Mode").selectOption("hybrid");
+  await page.getByRole("button", { name: "Search" }).click();
+  await page.locator("ol.results li").first().waitFor();
+  assert.match(await page.locator("ol.results li").first().textContent(), /moonlight/);
+  await check("collection-search");
+});
+
+test("playground: ask with citations and open a cited snippet", async () => {
+  await page.goto("/console/playground");
+  await page.getByLabel("Model").selectOption(CHAT_MODEL);
+  await page.getByLabel("Max tokens").fill("32");
+  await page.getByLabel("Temperature").fill("0");
+  await page.getByLabel(/with citations/).check();
+  await page.getByLabel("Collection").selectOption({ label: "console notes" });
+  await page.getByLabel("Message", { exact: true }).fill("What does the zorblat engine run on?");
+  await page.getByRole("button", { name: "Send" }).click();
+  await page.waitForFunction(() => /tokens/.test(document.getElementById("p-stats").textContent), null, { timeout: 120_000 });
+  const answer = await page.locator("#conversation li.assistant .text").last().textContent();
+  const cite = page.locator("#conversation a.cite").first();
+  assert.ok(await cite.count() > 0, `the answer has a linked [n] marker: ${answer}`);
+  assert.ok(await page.locator("#p-sources").isVisible(), "the sources are shown beside the answer");
+  await cite.click();
+  const target = await page.evaluate(() => location.hash);
+  assert.match(target, /^#src-/);
+  assert.match(await page.locator(target).textContent(), /moonlight|zorblat/);
+  await check("playground-citations");
+});
+
+test("approve a pending workflow step", async () => {
+  const wf = await api(ADMIN, "POST", "/v1/workflows", {
+    name: "console approval test",
+    definition: { steps: [{ id: "review", type: "approval", approvers: { scopes: ["approvals"] }, instructions: "Approve the console test" }] },
+  });
+  assert.equal(wf.status, 201, JSON.stringify(wf.body));
+  const run = await api(ADMIN, "POST", `/v1/workflows/${wf.body.id}/runs`, { input: {} });
+  assert.ok(run.status === 201 || run.status === 202, JSON.stringify(run.body));
+  await page.goto("/console/approvals?status=pending");
+  const row = page.locator("tr", { hasText: "Approve the console test" });
+  for (let i = 0; i < 50 && (await row.count()) === 0; i++) {
+    await new Promise((r) => setTimeout(r, 200));
+    await page.reload();
+  }
+  await check("approvals");
+  // The run's page, open in a second tab, follows the run live (SSE).
+  const runPage = await context.newPage();
+  runPage.on("pageerror", (e) => pageErrors.push(`run page: ${e.message}`));
+  await runPage.goto(`/console/runs/${run.body.id}`);
+  await runPage.locator('tr[data-step="review"]').getByText("waiting_approval").waitFor();
+  await row.getByLabel(/Comment on/).fill("looks right");
+  await row.getByRole("button", { name: "Approve" }).click();
+  await page.getByText(/approved\./).waitFor();
+  let status;
+  for (let i = 0; i < 50; i++) {
+    status = (await api(ADMIN, "GET", `/v1/workflow_runs/${run.body.id}`)).body.status;
+    if (status === "succeeded") break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  assert.equal(status, "succeeded");
+  await runPage.locator('tr[data-step="review"]').getByText("succeeded").waitFor({ timeout: 15_000 });
+  await runPage.locator('#run [data-field="status"]', { hasText: "succeeded" }).waitFor();
+  const p0 = page;
+  page = runPage;
+  try { await check("run"); } finally { page = p0; await runPage.close(); }
+});
+
+test("revoke the key from the console", async () => {
+  await page.goto("/console/keys");
+  page.once("dialog", (d) => d.accept());
+  const row = page.locator("tr", { hasText: "browser test key" }).first();
+  await row.getByRole("button", { name: /Revoke/ }).click();
+  await page.getByText(/revoked\./).first().waitFor();
+  const res = await api(newKey, "GET", "/v1/models");
+  assert.equal(res.status, 401);
+});
+
+test("dark mode toggle", async () => {
+  await page.goto("/console/keys");
+  await page.getByRole("button", { name: "Dark mode" }).click();
+  assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), "dark");
+  await page.reload();
+  assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), "dark", "the choice is kept");
+  await check("keys-dark");
+  await page.goto("/console/playground");
+  await check("playground-dark");
+  await page.getByRole("button", { name: "Dark mode" }).click();
+  assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), "light");
+});
+
+test("phone width", async () => {
+  await page.setViewportSize({ width: 390, height: 844 });
+  for (const [name, p] of [["phone-keys", "/console/keys"], ["phone-playground", "/console/playground"], ["phone-models", "/console/models"]]) {
+    await page.goto(p);
+    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    assert.ok(overflow <= 1, `${p} scrolls sideways at phone width (${overflow}px)`);
+    await check(name);
+  }
+  await page.setViewportSize({ width: 1280, height: 800 });
+});
+
+test("sign out ends the session", async () => {
+  await page.goto("/console/");
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await page.waitForURL(/\/console\/signin/);
+  await page.getByText("Signed out.").waitFor();
+  await page.goto("/console/keys");
+  assert.match(new URL(page.url()).pathname, /\/console\/signin$/);
+  const res = await page.request.get("/console/api/keys");
+  assert.equal(res.status(), 401);
+});

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Browser tests of Sovereign's web console (/console): playwright-core drives
+# Debian's chromium headless against a live server; axe-core checks every page
+# for accessibility (no serious or critical violation); a screenshot of every
+# page is saved under tests/console/out/.
+#
+# Usage: tests/console/test.sh
+#
+# Environment:
+#   SOVEREIGN_BIN         server binary (default: $REPO/bin/sovereign, built with
+#                         `make build` when missing)
+#   SOVEREIGN_MODELS_DIR  models to serve (default: $REPO/data/models); must hold
+#                         gemma3-270m
+#   CHROMIUM              the browser (default: Debian's `chromium`, installed
+#                         with apt-get when missing and running as root)
+#   CONSOLE_TEST_TIMEOUT  seconds the suite may run (default: 300)
+#
+# Installs (once; skipped while the lockfile is unchanged):
+#   tests/console/node_modules   from tests/console/package-lock.json (npm ci)
+#
+# The server gets a free loopback port, a fresh temporary data dir and a freshly
+# generated bootstrap admin key; it is stopped on exit. Exits non-zero when a
+# test fails.
+set -euo pipefail
+
+DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$DIR/../.." && pwd)"
+MODELS_DIR="${SOVEREIGN_MODELS_DIR:-$REPO/data/models}"
+BIN="${SOVEREIGN_BIN:-$REPO/bin/sovereign}"
+SUITE_TIMEOUT="${CONSOLE_TEST_TIMEOUT:-300}"
+OUT="$DIR/out"
+
+export npm_config_fund=false npm_config_audit=false
+export NO_PROXY="127.0.0.1,localhost${NO_PROXY:+,$NO_PROXY}" no_proxy="127.0.0.1,localhost${no_proxy:+,$no_proxy}"
+
+log() { printf 'console-test: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+show() { [ -f "$1" ] && tail -n 40 "$1" >&2 || true; }
+
+command -v node >/dev/null || die "node is required"
+command -v npm >/dev/null || die "npm is required"
+command -v python3 >/dev/null || die "python3 is required"
+[ -d "$MODELS_DIR/gemma3-270m" ] || die "model gemma3-270m not found in $MODELS_DIR (set SOVEREIGN_MODELS_DIR)"
+
+# ---------------------------------------------------------------- chromium
+CHROME="${CHROMIUM:-}"
+if [ -z "$CHROME" ]; then
+  CHROME="$(command -v chromium || command -v chromium-browser || true)"
+fi
+if [ -z "$CHROME" ]; then
+  [ "$(id -u)" = 0 ] || die "chromium not found; install it (apt-get install chromium) or set CHROMIUM"
+  command -v apt-get >/dev/null 2>&1 || die "chromium not found and apt-get is not available; install it or set CHROMIUM"
+  apt_log="${TMPDIR:-/tmp}/sovereign-console-apt.log"
+  log "installing chromium from Debian packages (log: $apt_log)"
+  if ! { DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; } >"$apt_log" 2>&1; then
+    show "$apt_log"; die "apt-get install chromium failed"
+  fi
+  CHROME="$(command -v chromium || true)"
+  [ -n "$CHROME" ] || die "chromium was installed but is not on PATH"
+fi
+log "browser: $("$CHROME" --version 2>/dev/null || echo "$CHROME")"
+
+# ---------------------------------------------------------------- npm deps
+sha() { sha256sum "$1" | cut -d' ' -f1; }
+stamp="$DIR/node_modules/.sovereign-lock.sha256"
+want="$(sha "$DIR/package-lock.json")"
+if [ -f "$DIR/node_modules/playwright-core/package.json" ] && [ -f "$DIR/node_modules/axe-core/axe.min.js" ] &&
+  [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+  log "node_modules up to date"
+else
+  log "npm ci in $DIR"
+  (cd "$DIR" && npm ci --no-audit --no-fund --loglevel=error)
+  printf '%s\n' "$want" >"$stamp"
+fi
+log "node $(node --version), playwright-core $(node -p "require('$DIR/node_modules/playwright-core/package.json').version"), axe-core $(node -p "require('$DIR/node_modules/axe-core/package.json').version")"
+
+# ---------------------------------------------------------------- server
+if [ ! -x "$BIN" ]; then
+  log "building $BIN (make build)"
+  make -C "$REPO" build
+fi
+[ -x "$BIN" ] || die "server binary $BIN not found"
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/sovereign-console-test.XXXXXX")"
+SERVER_PID=""
+cleanup() {
+  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
+    kill -TERM "$SERVER_PID" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+  fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+API_KEY="$(python3 -c 'import secrets, string; a = string.ascii_letters + string.digits; print("sk-sov-" + "".join(secrets.choice(a) for _ in range(40)))')"
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
+
+PORT=""
+for attempt in 1 2 3; do
+  port="$(free_port)"
+  rm -rf "$WORK/data"
+  mkdir -p "$WORK/data"
+  log "starting $BIN serve on 127.0.0.1:$port (models: $MODELS_DIR, data: $WORK/data)"
+  env -u SOVEREIGN_DATABASE_URL -u SOVEREIGN_TLS_CERT -u SOVEREIGN_TLS_KEY -u SOVEREIGN_CONFIG -u SOVEREIGN_REDIS_URL \
+    SOVEREIGN_ADDR="127.0.0.1:$port" \
+    SOVEREIGN_DATA_DIR="$WORK/data" \
+    SOVEREIGN_MODELS_DIR="$MODELS_DIR" \
+    SOVEREIGN_BOOTSTRAP_KEY="$API_KEY" \
+    SOVEREIGN_DETERMINISTIC=true \
+    "$BIN" serve >"$WORK/server.log" 2>&1 </dev/null &
+  SERVER_PID=$!
+  for _ in $(seq 1 600); do
+    kill -0 "$SERVER_PID" 2>/dev/null || break
+    if curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$port/healthz" 2>/dev/null; then
+      PORT="$port"
+      break
+    fi
+    sleep 0.2
+  done
+  [ -n "$PORT" ] && break
+  log "server did not become healthy (attempt $attempt); its log:"
+  show "$WORK/server.log"
+  kill -KILL "$SERVER_PID" 2>/dev/null || true
+  wait "$SERVER_PID" 2>/dev/null || true
+  SERVER_PID=""
+done
+[ -n "$PORT" ] || die "could not start the server"
+log "server ready on 127.0.0.1:$PORT"
+
+# ---------------------------------------------------------------- suite
+rm -rf "$OUT"
+mkdir -p "$OUT"
+rc=0
+(cd "$DIR" && CONSOLE_URL="http://127.0.0.1:$PORT" CONSOLE_ADMIN_KEY="$API_KEY" CHROMIUM="$CHROME" CONSOLE_OUT="$OUT" \
+  timeout "$SUITE_TIMEOUT" node --test --test-concurrency=1 --test-reporter=spec console.test.mjs) || rc=$?
+if [ "$rc" -ne 0 ]; then
+  log "FAILED (node --test exit $rc); screenshots in $OUT; last lines of the server log:"
+  show "$WORK/server.log"
+  exit 1
+fi
+log "all console browser tests passed; screenshots in $OUT"
