@@ -105,7 +105,7 @@ func serveCommand(args []string) error {
 	}
 	list := a.Catalog.List(ctx)
 	logOut.flush() // start-up log lines before the banner
-	fmt.Fprintf(os.Stderr, "Sovereign is listening on %s://%s (OpenAI base URL: %s://%s/v1)\n", scheme, ln.Addr(), scheme, ln.Addr())
+	fmt.Fprintf(os.Stderr, "Sovereign is listening on %s://%s (OpenAI base URL: %s://%s/v1; web console: %s://%s/console/)\n", scheme, ln.Addr(), scheme, ln.Addr(), scheme, ln.Addr())
 	fmt.Fprintf(os.Stderr, "Database: %s. Models (%s): %d", store.Redact(cfg.DatabaseURL), cfg.ModelsDir, len(list))
 	for _, m := range list {
 		fmt.Fprintf(os.Stderr, " %s", m.ID)
