@@ -90,12 +90,18 @@ func New(cfg Config) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
+	// templates/_*.html are partials every page may use.
+	partials, err := fs.Glob(templateFS, "templates/_*.html")
+	if err != nil {
+		return nil, err
+	}
 	for _, n := range names {
 		base := strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")
-		if base == "layout" {
+		if base == "layout" || strings.HasPrefix(base, "_") {
 			continue
 		}
-		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", n)
+		files := append([]string{"templates/layout.html"}, partials...)
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, append(files, n)...)
 		if err != nil {
 			return nil, err
 		}
@@ -156,6 +162,7 @@ func (c *Console) routes() {
 	m.Handle("POST "+Prefix+"/keys/{id}/revoke", c.auth(revokeKey))
 	m.Handle("POST "+Prefix+"/keys/{id}/rotate", c.auth(rotateKey))
 	m.Handle("POST "+Prefix+"/teams", c.auth(createTeam))
+	m.Handle("POST "+Prefix+"/teams/{id}/capture", c.auth(teamCapture))
 	m.Handle("GET "+Prefix+"/playground", c.auth(playground))
 	m.Handle("GET "+Prefix+"/models", c.auth(modelsPage))
 	m.Handle("GET "+Prefix+"/models/{id}", c.auth(modelPage))
@@ -166,6 +173,8 @@ func (c *Console) routes() {
 	m.Handle("GET "+Prefix+"/logs/{id}", c.auth(logPage))
 	m.Handle("GET "+Prefix+"/usage", c.auth(usagePage))
 	m.Handle("GET "+Prefix+"/decisions", c.auth(decisionsPage))
+	m.Handle("GET "+Prefix+"/decisions/{id}", c.auth(decisionPage))
+	m.Handle("GET "+Prefix+"/limits", c.auth(limitsPage))
 	m.Handle("GET "+Prefix+"/source_links", c.auth(sourceLinksPage))
 	m.Handle("GET "+Prefix+"/audit", c.auth(checkpointsPage))
 	m.Handle("GET "+Prefix+"/sources", c.auth(collectionsPage))
@@ -174,12 +183,21 @@ func (c *Console) routes() {
 	m.Handle("POST "+Prefix+"/sources/{id}/documents", c.auth(addDocument))
 	m.Handle("POST "+Prefix+"/sources/{id}/search", c.auth(searchCollection))
 	m.Handle("GET "+Prefix+"/workflows", c.auth(workflowsPage))
+	m.Handle("POST "+Prefix+"/workflows", c.auth(createWorkflow))
+	m.Handle("GET "+Prefix+"/workflows/{id}", c.auth(workflowPage))
+	m.Handle("POST "+Prefix+"/workflows/{id}", c.auth(updateWorkflow))
+	m.Handle("POST "+Prefix+"/workflows/{id}/delete", c.auth(deleteWorkflow))
+	m.Handle("POST "+Prefix+"/workflows/{id}/runs", c.auth(startRun))
 	m.Handle("GET "+Prefix+"/runs", c.auth(runsPage))
 	m.Handle("GET "+Prefix+"/runs/{id}", c.auth(runPage))
 	m.Handle("GET "+Prefix+"/approvals", c.auth(approvalsPage))
 	m.Handle("POST "+Prefix+"/approvals/{id}", c.auth(decideApproval))
 	m.Handle("GET "+Prefix+"/webhooks", c.auth(webhooksPage))
-	m.Handle("GET "+Prefix+"/webhooks/{id}", c.auth(deliveriesPage))
+	m.Handle("POST "+Prefix+"/webhooks", c.auth(createWebhook))
+	m.Handle("GET "+Prefix+"/webhooks/{id}", c.auth(webhookPage))
+	m.Handle("POST "+Prefix+"/webhooks/{id}", c.auth(updateWebhook))
+	m.Handle("POST "+Prefix+"/webhooks/{id}/rotate", c.auth(rotateWebhook))
+	m.Handle("POST "+Prefix+"/webhooks/{id}/delete", c.auth(deleteWebhook))
 	m.Handle("POST "+Prefix+"/webhooks/{id}/deliveries/{delivery}/redeliver", c.auth(redeliver))
 	m.Handle(Prefix+"/api/", c.auth(passThrough))
 	m.HandleFunc(Prefix+"/", func(w http.ResponseWriter, r *http.Request) {
@@ -402,6 +420,10 @@ var funcs = template.FuncMap{
 	"list":   func(v ...string) []string { return v },
 	"bar":    barWidth,
 	"has1":   func(list []string, v string) bool { return slices.Contains(list, v) },
+	"defform": func(csrf, action string, form workflowForm, refused any, button string) definitionForm {
+		ae, _ := refused.(*apierr.Error)
+		return definitionForm{CSRF: csrf, Action: action, Form: form, Refused: ae, Button: button}
+	},
 	"ms": func(v any) string {
 		switch x := v.(type) {
 		case float64:

@@ -540,3 +540,295 @@ func TestSourcesPages(t *testing.T) {
 		t.Errorf("a missing collection: %d", r.status)
 	}
 }
+
+var secretInput = regexp.MustCompile(`id="new-secret"[^>]*value="([^"]+)"`)
+
+func TestWebhooksConsole(t *testing.T) {
+	e := newEnv(t, false)
+	b := e.browser()
+	b.signIn(e.admin)
+	form := url.Values{"url": {"https://hooks.example.com/sovereign"}, "description": {"ops"}, "events": {"workflow.run.succeeded", "document.ready"}}
+	if r := b.post("/console/webhooks", form); r.status != http.StatusForbidden {
+		t.Fatalf("create without CSRF: %d", r.status)
+	}
+	form.Set("csrf_token", b.csrf)
+	r := b.post("/console/webhooks", form)
+	m := secretInput.FindStringSubmatch(r.body)
+	if r.status != http.StatusCreated || m == nil || !strings.HasPrefix(m[1], "whsec_") {
+		t.Fatalf("create: %d, secret %v\n%s", r.status, m, r.body)
+	}
+	secret := m[1]
+	_, list := e.api(e.admin, "GET", "/v1/webhooks", nil)
+	data, _ := list["data"].([]any)
+	if len(data) != 1 {
+		t.Fatalf("webhooks after create: %v", list)
+	}
+	wh := data[0].(map[string]any)
+	id := wh["id"].(string)
+	if wh["description"] != "ops" || len(wh["events"].([]any)) != 2 {
+		t.Errorf("created webhook: %v", wh)
+	}
+	// Shown once: neither the list nor the webhook's page shows it again.
+	for _, p := range []string{"/console/webhooks", "/console/webhooks/" + id} {
+		if r := b.get(p); r.status != 200 || strings.Contains(r.body, secret) || !strings.Contains(r.body, "hooks.example.com") {
+			t.Errorf("GET %s: %d, shows the secret: %v", p, r.status, strings.Contains(r.body, secret))
+		}
+	}
+	// A refusal names its field and keeps what was typed.
+	r = b.post("/console/webhooks", url.Values{"csrf_token": {b.csrf}, "url": {"ftp://nope.example.com/"}, "events": {"document.ready"}})
+	if r.status != http.StatusBadRequest || !strings.Contains(r.body, "url: ") || !strings.Contains(r.body, "ftp://nope.example.com/") {
+		t.Errorf("invalid url: %d %s", r.status, r.body)
+	}
+	// Edit: another URL, one event type, disabled.
+	edit := url.Values{"url": {"https://hooks.example.com/v2"}, "events": {"document.ready"}, "description": {"ops v2"}}
+	if r := b.post("/console/webhooks/"+id, edit); r.status != http.StatusForbidden {
+		t.Errorf("edit without CSRF: %d", r.status)
+	}
+	edit.Set("csrf_token", b.csrf)
+	if r := b.post("/console/webhooks/"+id, edit); r.status != http.StatusSeeOther {
+		t.Fatalf("edit: %d %s", r.status, r.body)
+	}
+	_, got := e.api(e.admin, "GET", "/v1/webhooks/"+id, nil)
+	if got["url"] != "https://hooks.example.com/v2" || got["enabled"] != false || got["description"] != "ops v2" || len(got["events"].([]any)) != 1 {
+		t.Errorf("after edit: %v", got)
+	}
+	// Rotate: a new secret shown once, the old one in its grace period.
+	if r := b.post("/console/webhooks/"+id+"/rotate", url.Values{"grace_hours": {"1"}}); r.status != http.StatusForbidden {
+		t.Errorf("rotate without CSRF: %d", r.status)
+	}
+	r = b.post("/console/webhooks/"+id+"/rotate", url.Values{"csrf_token": {b.csrf}, "grace_hours": {"1"}})
+	m = secretInput.FindStringSubmatch(r.body)
+	if r.status != 200 || m == nil || m[1] == secret || !strings.HasPrefix(m[1], "whsec_") {
+		t.Fatalf("rotate: %d %v", r.status, m)
+	}
+	if _, got := e.api(e.admin, "GET", "/v1/webhooks/"+id, nil); got["previous_secret_expires_at"] == nil {
+		t.Errorf("after rotate: %v", got)
+	}
+	// Delete.
+	if r := b.post("/console/webhooks/"+id+"/delete", url.Values{}); r.status != http.StatusForbidden {
+		t.Errorf("delete without CSRF: %d", r.status)
+	}
+	if r := b.post("/console/webhooks/"+id+"/delete", url.Values{"csrf_token": {b.csrf}}); r.status != http.StatusSeeOther {
+		t.Fatalf("delete: %d %s", r.status, r.body)
+	}
+	if st, _ := e.api(e.admin, "GET", "/v1/webhooks/"+id, nil); st != http.StatusNotFound {
+		t.Errorf("after delete: %d", st)
+	}
+}
+
+func TestWorkflowsConsole(t *testing.T) {
+	e := newEnv(t, false)
+	b := e.browser()
+	b.signIn(e.admin)
+	if r := b.get("/console/workflows"); r.status != 200 || !strings.Contains(r.body, `&#34;type&#34;: &#34;transform&#34;`) {
+		t.Fatalf("workflows page: %d", r.status)
+	}
+	def := `{"steps": [{"id": "greet", "type": "transform", "template": "Hello, {{ input.name }}!"}], "output": {"greeting": "{{ steps.greet.output.text }}"}}`
+	form := url.Values{"name": {"greeter"}, "description": {"says hello"}, "definition": {def}}
+	if r := b.post("/console/workflows", form); r.status != http.StatusForbidden {
+		t.Fatalf("create without CSRF: %d", r.status)
+	}
+	form.Set("csrf_token", b.csrf)
+	// Not JSON: refused here, naming the field, with the text kept.
+	bad := url.Values{"csrf_token": {b.csrf}, "name": {"broken"}, "definition": {`{"steps": [`}}
+	if r := b.post("/console/workflows", bad); r.status != http.StatusBadRequest || !strings.Contains(r.body, "<code>definition</code>") ||
+		!strings.Contains(r.body, `{&#34;steps&#34;: [`) {
+		t.Errorf("not JSON: %d %s", r.status, r.body)
+	}
+	// The API's validation error, with the field it names.
+	bad.Set("definition", `{"steps": [{"id": "greet", "type": "transform", "template": "x", "timeout": "1s"}]}`)
+	if r := b.post("/console/workflows", bad); r.status != http.StatusBadRequest || !strings.Contains(r.body, "<code>definition.steps[0]") ||
+		!strings.Contains(r.body, `aria-invalid="true"`) {
+		t.Errorf("invalid definition: %d %s", r.status, r.body)
+	}
+	r := b.post("/console/workflows", form)
+	if r.status != http.StatusSeeOther || !strings.HasPrefix(r.header.Get("Location"), "/console/workflows/wf_") {
+		t.Fatalf("create: %d %q %s", r.status, r.header.Get("Location"), r.body)
+	}
+	page := strings.SplitN(r.header.Get("Location"), "?", 2)[0]
+	id := strings.TrimPrefix(page, "/console/workflows/")
+	if r := b.get(page); r.status != 200 || !strings.Contains(r.body, "greeter") || !strings.Contains(r.body, "Start run") {
+		t.Fatalf("workflow page: %d %s", r.status, r.body)
+	}
+	// Edit (PUT): a new version.
+	edit := url.Values{"csrf_token": {b.csrf}, "name": {"greeter 2"}, "definition": {def}}
+	if r := b.post(page, edit); r.status != http.StatusSeeOther {
+		t.Fatalf("edit: %d %s", r.status, r.body)
+	}
+	if _, got := e.api(e.admin, "GET", "/v1/workflows/"+id, nil); got["name"] != "greeter 2" || got["version"] != float64(2) {
+		t.Errorf("after edit: %v", got)
+	}
+	// Start a run: it lands on the run's page and succeeds.
+	if r := b.post(page+"/runs", url.Values{"input": {`{"name": "Ada"}`}}); r.status != http.StatusForbidden {
+		t.Errorf("start without CSRF: %d", r.status)
+	}
+	if r := b.post(page+"/runs", url.Values{"csrf_token": {b.csrf}, "input": {`{"name": `}}); r.status != http.StatusBadRequest || !strings.Contains(r.body, "<code>input</code>") {
+		t.Errorf("input not JSON: %d", r.status)
+	}
+	r = b.post(page+"/runs", url.Values{"csrf_token": {b.csrf}, "input": {`{"name": "Ada"}`}})
+	if r.status != http.StatusSeeOther || !strings.HasPrefix(r.header.Get("Location"), "/console/runs/") {
+		t.Fatalf("start: %d %q %s", r.status, r.header.Get("Location"), r.body)
+	}
+	runID := strings.TrimPrefix(strings.SplitN(r.header.Get("Location"), "?", 2)[0], "/console/runs/")
+	for i := 0; ; i++ {
+		_, got := e.api(e.admin, "GET", "/v1/workflow_runs/"+runID, nil)
+		if got["status"] == "succeeded" {
+			if !strings.Contains(string(mustJSON(got["output"])), "Hello, Ada!") {
+				t.Errorf("run output: %v", got["output"])
+			}
+			break
+		}
+		if i == 100 {
+			t.Fatalf("run: %v", got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if r := b.get(page); !strings.Contains(r.body, runID) {
+		t.Errorf("the workflow page lacks its run")
+	}
+	// Delete.
+	if r := b.post(page+"/delete", url.Values{"csrf_token": {b.csrf}}); r.status != http.StatusSeeOther {
+		t.Fatalf("delete: %d", r.status)
+	}
+	if r := b.get(page); r.status != http.StatusNotFound {
+		t.Errorf("deleted workflow's page: %d", r.status)
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// Another team's webhook and workflow are a 404 through the console, for
+// reading and for every action.
+func TestTeamIsolationWebhooksWorkflows(t *testing.T) {
+	e := newEnv(t, false)
+	st, wh := e.api(e.admin, "POST", "/v1/webhooks", map[string]any{"url": "https://hooks.example.com/a", "events": []string{"document.ready"}})
+	if st != 201 {
+		t.Fatalf("webhook: %d %v", st, wh)
+	}
+	st, wf := e.api(e.admin, "POST", "/v1/workflows", map[string]any{"name": "team a's", "definition": map[string]any{
+		"steps": []any{map[string]any{"id": "s", "type": "transform", "template": "x"}}}})
+	if st != 201 {
+		t.Fatalf("workflow: %d %v", st, wf)
+	}
+	_, team := e.api(e.admin, "POST", "/v1/teams", map[string]any{"name": "other"})
+	_, bSecret := e.key("team b", team["id"].(string), "console", "webhooks", "workflows", "records:read", "inference")
+	b := e.browser()
+	if r := b.signIn(bSecret); r.status != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d", r.status)
+	}
+	whID, wfID := wh["id"].(string), wf["id"].(string)
+	if r := b.get("/console/webhooks"); r.status != 200 || strings.Contains(r.body, whID) {
+		t.Errorf("team B's webhooks page: %d, shows A's: %v", r.status, strings.Contains(r.body, whID))
+	}
+	if r := b.get("/console/workflows"); r.status != 200 || strings.Contains(r.body, wfID) {
+		t.Errorf("team B's workflows page: %d, shows A's: %v", r.status, strings.Contains(r.body, wfID))
+	}
+	for _, c := range []struct {
+		method, path string
+		form         url.Values
+	}{
+		{"GET", "/console/webhooks/" + whID, nil},
+		{"POST", "/console/webhooks/" + whID, url.Values{"url": {"https://hooks.example.com/b"}, "events": {"document.ready"}, "enabled": {"1"}}},
+		{"POST", "/console/webhooks/" + whID + "/rotate", url.Values{}},
+		{"POST", "/console/webhooks/" + whID + "/delete", url.Values{}},
+		{"GET", "/console/workflows/" + wfID, nil},
+		{"POST", "/console/workflows/" + wfID, url.Values{"name": {"x"}, "definition": {`{"steps": [{"id": "s", "type": "transform", "template": "y"}]}`}}},
+		{"POST", "/console/workflows/" + wfID + "/runs", url.Values{"input": {"{}"}}},
+		{"POST", "/console/workflows/" + wfID + "/delete", url.Values{}},
+		{"GET", "/console/api/webhooks/" + whID, nil},
+	} {
+		var r resp
+		if c.method == "GET" {
+			r = b.get(c.path)
+		} else {
+			c.form.Set("csrf_token", b.csrf)
+			r = b.post(c.path, c.form)
+		}
+		if r.status != http.StatusNotFound {
+			t.Errorf("%s %s as team B: %d, want 404", c.method, c.path, r.status)
+		}
+	}
+	// Nothing of A's changed.
+	if _, got := e.api(e.admin, "GET", "/v1/webhooks/"+whID, nil); got["url"] != "https://hooks.example.com/a" {
+		t.Errorf("A's webhook: %v", got)
+	}
+	if _, got := e.api(e.admin, "GET", "/v1/workflows/"+wfID, nil); got["version"] != float64(1) {
+		t.Errorf("A's workflow: %v", got)
+	}
+}
+
+func TestTeamCapture(t *testing.T) {
+	e := newEnv(t, false)
+	_, team := e.api(e.admin, "POST", "/v1/teams", map[string]any{"name": "loggers"})
+	id := team["id"].(string)
+	b := e.browser()
+	b.signIn(e.admin)
+	if r := b.get("/console/keys"); !strings.Contains(r.body, "/console/teams/"+id+"/capture") {
+		t.Fatalf("keys page lacks the capture toggle")
+	}
+	if r := b.post("/console/teams/"+id+"/capture", url.Values{"capture": {"on"}}); r.status != http.StatusForbidden {
+		t.Errorf("without CSRF: %d", r.status)
+	}
+	if r := b.post("/console/teams/"+id+"/capture", url.Values{"csrf_token": {b.csrf}, "capture": {"on"}}); r.status != http.StatusSeeOther {
+		t.Fatalf("capture on: %d %s", r.status, r.body)
+	}
+	capture := func() any {
+		_, list := e.api(e.admin, "GET", "/v1/teams", nil)
+		for _, x := range list["data"].([]any) {
+			if m := x.(map[string]any); m["id"] == id {
+				return m["capture"]
+			}
+		}
+		return nil
+	}
+	if capture() != true {
+		t.Fatalf("capture after on: %v", capture())
+	}
+	if r := b.post("/console/teams/"+id+"/capture", url.Values{"csrf_token": {b.csrf}, "capture": {"off"}}); r.status != http.StatusSeeOther || capture() != false {
+		t.Fatalf("capture off: %d %v", r.status, capture())
+	}
+	// A team's console key (not admin) may not.
+	_, sec := e.key("team op", id, "console", "keys:read")
+	o := e.browser()
+	o.signIn(sec)
+	if r := o.post("/console/teams/"+id+"/capture", url.Values{"csrf_token": {o.csrf}, "capture": {"on"}}); r.status != http.StatusForbidden || capture() != false {
+		t.Errorf("non-admin capture: %d %v", r.status, capture())
+	}
+}
+
+func TestRecordsPagesMore(t *testing.T) {
+	e := newEnv(t, false)
+	b := e.browser()
+	b.signIn(e.admin)
+	e.api(e.admin, "GET", "/v1/models", nil)
+	time.Sleep(300 * time.Millisecond) // the request log is written asynchronously
+	r := b.get("/console/usage")
+	if r.status != 200 || !strings.Contains(r.body, "<svg") || !strings.Contains(r.body, time.Now().UTC().Format("2006-01-02")) {
+		t.Fatalf("usage: %d %s", r.status, r.body)
+	}
+	if strings.Count(r.body, `<rect class="bar"`) != 30 {
+		t.Errorf("usage chart: %d bars, want 30 days", strings.Count(r.body, `<rect class="bar"`))
+	}
+	if r := b.get("/console/usage?since=2026-01-01&until=2026-01-07&metric=requests"); r.status != 200 || strings.Count(r.body, `<rect class="bar"`) != 7 {
+		t.Errorf("usage for a week: %d, %d bars", r.status, strings.Count(r.body, `<rect class="bar"`))
+	}
+	if r := b.get("/console/usage?since=nope"); r.status != http.StatusBadRequest {
+		t.Errorf("usage with a bad date: %d", r.status)
+	}
+	if r := b.get("/console/limits"); r.status >= 500 {
+		t.Errorf("limits: %d %s", r.status, r.body)
+	}
+	if r := b.get("/console/decisions/pdec_missing"); r.status != http.StatusNotFound {
+		t.Errorf("a missing decision: %d", r.status)
+	}
+	_, logs := e.api(e.admin, "GET", "/v1/logs", nil)
+	if data, _ := logs["data"].([]any); len(data) > 0 {
+		id := data[0].(map[string]any)["id"].(string)
+		if r := b.get("/console/logs/" + id); r.status != 200 || !strings.Contains(r.body, "/console/decisions?request_id="+id) {
+			t.Errorf("log page lacks its decisions link: %d", r.status)
+		}
+	}
+}

@@ -173,21 +173,16 @@ func barWidth(row map[string]any, field string, max float64) string {
 }
 
 var (
-	usagePage = listPage(tablePage{title: "Usage", nav: "usage", api: "/v1/usage", bars: "total_tokens",
-		intro: "Requests and tokens of what this key may see, grouped; the bars compare total tokens.",
-		filters: []filter{{Name: "group_by", Label: "Group by", Type: "select", Options: []string{"model", "key", "team", "user", "day"}},
-			{Name: "since", Label: "Since", Type: "date"}, {Name: "until", Label: "Until", Type: "date"}},
-		columns: []column{{Field: "group", Label: "Group"}, {Field: "requests", Label: "Requests"}, {Field: "errors", Label: "Errors"},
-			{Field: "prompt_tokens", Label: "Prompt tokens"}, {Field: "completion_tokens", Label: "Completion tokens"}, {Field: "total_tokens", Label: "Total tokens"}}})
 	decisionsPage = listPage(tablePage{title: "Policy decisions", nav: "decisions", api: "/v1/policy_decisions",
 		intro: "What the policies decided about requests (docs/policies.md).", related: []link{{Prefix + "/logs", "Request logs"}, {Prefix + "/audit", "Audit chain"}},
 		filters: []filter{{Name: "action", Label: "Action"}, {Name: "model", Label: "Model"}, {Name: "key_id", Label: "Key id"},
 			{Name: "request_id", Label: "Request id"}, {Name: "since", Label: "Since", Type: "date"}, {Name: "until", Label: "Until", Type: "date"}},
-		columns: []column{{Field: "created_at", Label: "Time"}, {Field: "request_id", Label: "Request", Link: Prefix + "/logs/"}, {Field: "policy", Label: "Policy"},
+		columns: []column{{Field: "id", Label: "Decision", Link: Prefix + "/decisions/"}, {Field: "created_at", Label: "Time"}, {Field: "request_id", Label: "Request", Link: Prefix + "/logs/"}, {Field: "policy", Label: "Policy"},
 			{Field: "rule", Label: "Rule"}, {Field: "stage", Label: "Stage"}, {Field: "action", Label: "Action"}, {Field: "reason", Label: "Reason"}, {Field: "model", Label: "Model"}}})
 	sourceLinksPage = listPage(tablePage{title: "Source links", nav: "sources", api: "/v1/source_links",
-		intro: "Every citation an answer made, with the source it cited.",
-		columns: []column{{Field: "created_at", Label: "Time"}, {Field: "response_id", Label: "Response"}, {Field: "model", Label: "Model"},
+		intro:   "Every citation an answer made, with the source it cited.",
+		filters: []filter{{Name: "response_id", Label: "Response id"}, {Name: "collection_id", Label: "Collection id"}, {Name: "document_id", Label: "Document id"}},
+		columns: []column{{Field: "created_at", Label: "Time"}, {Field: "response_id", Label: "Response", Link: Prefix + "/source_links?response_id="}, {Field: "model", Label: "Model"},
 			{Field: "citation", Label: "Citation"}, {Field: "source", Label: "Source"}}})
 	checkpointsPage = listPage(tablePage{title: "Audit chain", nav: "audit", api: "/v1/logs/checkpoints",
 		intro: "The request log is a hash chain with Merkle checkpoints: each row is a signed-off tree root (docs/records.md). A record's page shows its inclusion proof.",
@@ -198,40 +193,17 @@ var (
 		actions: "collection",
 		columns: []column{{Field: "name", Label: "Name"}, {Field: "id", Label: "Id", Link: Prefix + "/sources/"}, {Field: "document_count", Label: "Documents"},
 			{Field: "chunk_count", Label: "Chunks"}, {Field: "embedding_model", Label: "Embedding model"}, {Field: "created_at", Label: "Created"}}})
-	workflowsPage = listPage(tablePage{title: "Workflows", nav: "workflows", api: "/v1/workflows",
-		intro: "The team's workflow definitions; a workflow's id lists its runs.", related: []link{{Prefix + "/runs", "All runs"}, {Prefix + "/approvals?status=pending", "Pending approvals"}},
-		columns: []column{{Field: "name", Label: "Name"}, {Field: "id", Label: "Id", Link: Prefix + "/runs?workflow_id="}, {Field: "version", Label: "Version"},
-			{Field: "description", Label: "Description"}, {Field: "updated_at", Label: "Updated"}}})
 	runsPage = listPage(tablePage{title: "Workflow runs", nav: "workflows", api: "/v1/workflow_runs", related: []link{{Prefix + "/workflows", "Definitions"}, {Prefix + "/approvals?status=pending", "Pending approvals"}},
 		filters: []filter{{Name: "workflow_id", Label: "Workflow id"}, {Name: "status", Label: "Status", Type: "select",
 			Options: []string{"queued", "running", "waiting_approval", "succeeded", "failed", "cancelled"}}},
-		columns: []column{{Field: "id", Label: "Run", Link: Prefix + "/runs/"}, {Field: "workflow_id", Label: "Workflow"}, {Field: "status", Label: "Status"},
+		columns: []column{{Field: "id", Label: "Run", Link: Prefix + "/runs/"}, {Field: "workflow_id", Label: "Workflow", Link: Prefix + "/workflows/"}, {Field: "status", Label: "Status"},
 			{Field: "current_step", Label: "Step"}, {Field: "created_at", Label: "Created"}, {Field: "ended_at", Label: "Ended"}, {Field: "duration_ms", Label: "Duration (ms)"}}})
 	approvalsPage = listPage(tablePage{title: "Approvals", nav: "approvals", api: "/v1/approvals", actions: "approval",
 		intro:   "Steps of workflow runs waiting for a person's decision.",
 		filters: []filter{{Name: "status", Label: "Status", Type: "select", Options: []string{"pending", "approved", "rejected", "expired"}}},
 		columns: []column{{Field: "created_at", Label: "Asked"}, {Field: "run_id", Label: "Run", Link: Prefix + "/runs/"}, {Field: "step_id", Label: "Step"},
 			{Field: "instructions", Label: "Instructions"}, {Field: "status", Label: "Status"}, {Field: "decided_by", Label: "Decided by"}, {Field: "comment", Label: "Comment"}}})
-	webhooksPage = listPage(tablePage{title: "Webhooks", nav: "webhooks", api: "/v1/webhooks",
-		intro: "Endpoints that receive the team's events, signed the Standard Webhooks way.",
-		columns: []column{{Field: "url", Label: "URL"}, {Field: "id", Label: "Deliveries", Link: Prefix + "/webhooks/"}, {Field: "events", Label: "Events"},
-			{Field: "enabled", Label: "Enabled"}, {Field: "consecutive_failures", Label: "Failures"}, {Field: "created_at", Label: "Created"}}})
 )
-
-func deliveriesPage(c *Console, q *req) error {
-	id := q.r.PathValue("id")
-	tp := tablePage{title: "Deliveries of " + id, nav: "webhooks", actions: "delivery",
-		filters: []filter{{Name: "status", Label: "Status"}},
-		columns: []column{{Field: "created_at", Label: "Created"}, {Field: "event_type", Label: "Event"}, {Field: "status", Label: "Status"},
-			{Field: "attempt_count", Label: "Attempts"}, {Field: "last_status_code", Label: "Last code"}, {Field: "last_error", Label: "Last error"},
-			{Field: "next_attempt_at", Label: "Next attempt"}}}
-	d, err := c.table(q, tp, "/v1/webhooks/"+url.PathEscape(id)+"/deliveries")
-	if err != nil {
-		return err
-	}
-	d.Extra = id
-	return c.show(q, http.StatusOK, "table", tp.title, tp.nav, d)
-}
 
 func redeliver(c *Console, q *req) error {
 	id, did := q.r.PathValue("id"), q.r.PathValue("delivery")

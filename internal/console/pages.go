@@ -514,5 +514,6 @@ func logPage(c *Console, q *req) error {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	return c.show(q, http.StatusOK, "log", "Request "+id, "logs", map[string]any{"Record": rec, "Fields": keys, "Proof": proof, "ProofError": proofErr})
+	return c.show(q, http.StatusOK, "log", "Request "+id, "logs", map[string]any{"Record": rec, "Fields": keys, "Proof": proof, "ProofError": proofErr,
+		"Decisions": c.requestDecisions(q, id)})
 }

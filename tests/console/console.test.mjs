@@ -285,6 +285,179 @@ test("approve a pending workflow step", async () => {
   try { await check("run"); } finally { page = p0; await runPage.close(); }
 });
 
+test("webhooks: create (secret shown once), edit, rotate the secret, delete", async () => {
+  await page.goto("/console/webhooks");
+  const add = page.locator("details.card", { hasText: "Add an endpoint" });
+  if ((await add.getAttribute("open")) === null) await page.getByText("Add an endpoint").click();
+  await page.getByLabel("URL").fill("https://hooks.example.com/console-test");
+  await page.getByLabel("Description").fill("browser test hook");
+  await page.getByLabel("every event (*)").uncheck();
+  await page.getByLabel("document.ready", { exact: true }).check();
+  await page.getByLabel("workflow.run.succeeded", { exact: true }).check();
+  await page.getByRole("button", { name: "Create webhook" }).click();
+  await page.getByRole("heading", { name: "Webhook created" }).waitFor();
+  const secret = await page.locator("#new-secret").inputValue();
+  assert.match(secret, /^whsec_/);
+  await assert.doesNotReject(page.getByRole("button", { name: "Copy" }).waitFor());
+  await check("webhook-created");
+  const list = await api(ADMIN, "GET", "/v1/webhooks");
+  const wh = list.body.data.find((w) => w.url === "https://hooks.example.com/console-test");
+  assert.ok(wh, "the webhook exists in the API");
+  assert.deepEqual([...wh.events].sort(), ["document.ready", "workflow.run.succeeded"]);
+  await page.goto("/console/webhooks");
+  assert.equal((await page.content()).includes(secret), false, "the secret is shown once");
+  await check("webhooks-list");
+  await page.getByRole("link", { name: wh.id }).click();
+  await page.getByRole("heading", { name: `Webhook ${wh.id}` }).waitFor();
+  assert.equal((await page.content()).includes(secret), false);
+  await check("webhook");
+  // Edit: another URL, disabled.
+  await page.getByLabel("URL").fill("https://hooks.example.com/console-test-v2");
+  await page.getByRole("checkbox", { name: /Enabled/ }).uncheck();
+  await page.getByRole("button", { name: "Save" }).click();
+  await page.getByText("Webhook saved.").waitFor();
+  const got = await api(ADMIN, "GET", `/v1/webhooks/${wh.id}`);
+  assert.equal(got.body.url, "https://hooks.example.com/console-test-v2");
+  assert.equal(got.body.enabled, false);
+  // Rotate: a new secret, shown once.
+  await page.getByLabel(/keeps signing for/).fill("2");
+  await page.getByRole("button", { name: "Rotate secret" }).click();
+  await page.getByRole("heading", { name: /Secret rotated/ }).waitFor();
+  const rotated = await page.locator("#new-secret").inputValue();
+  assert.match(rotated, /^whsec_/);
+  assert.notEqual(rotated, secret);
+  await check("webhook-rotated");
+  // Delete (after the confirmation).
+  page.once("dialog", (d) => d.accept());
+  await page.getByRole("button", { name: "Delete webhook" }).click();
+  await page.getByText(/deleted\./).waitFor();
+  assert.equal((await api(ADMIN, "GET", `/v1/webhooks/${wh.id}`)).status, 404);
+});
+
+test("workflows: create from JSON (a refusal names its field), edit, start a run that lands on its live page", async () => {
+  await page.goto("/console/workflows");
+  const create = page.locator("details.card", { hasText: "Create a workflow" });
+  if ((await create.getAttribute("open")) === null) await page.getByText("Create a workflow").click();
+  await page.getByLabel("Name").fill("browser greeter");
+  await page.getByLabel(/^Definition/).fill('{"steps": [{"id": "greet", "type": "transform", "template": "Hi", "timeout": "1s"}]}');
+  await page.getByRole("button", { name: "Create workflow" }).click();
+  await page.locator(".field-error").waitFor();
+  assert.match(await page.locator(".field-error").textContent(), /definition\.steps\[0\]/);
+  assert.equal(await page.getByLabel(/^Definition/).getAttribute("aria-invalid"), "true");
+  await check("workflow-refused");
+  await page.getByLabel(/^Definition/).fill(JSON.stringify({
+    steps: [{ id: "greet", type: "transform", template: "Hello, {{ input.name }}!" }],
+    output: { greeting: "{{ steps.greet.output.text }}" },
+  }, null, 2));
+  await page.getByRole("button", { name: "Create workflow" }).click();
+  await page.waitForURL(/\/console\/workflows\/wf_/);
+  const wfPage = new URL(page.url()).pathname;
+  await page.getByText("Workflow created.").waitFor();
+  await check("workflow");
+  // Edit (a new version).
+  await page.getByLabel("Description").fill("says hello");
+  await page.getByRole("button", { name: "Save" }).click();
+  await page.getByText(/Workflow saved/).waitFor();
+  assert.match(await page.locator("main").textContent(), /version 2/);
+  // Start a run with JSON input: the run's page follows it live.
+  await page.getByLabel("Input (JSON)").fill('{"name": "Ada"}');
+  await page.getByRole("button", { name: "Start run" }).click();
+  await page.waitForURL(/\/console\/runs\/run_/);
+  await page.locator('#run [data-field="status"]', { hasText: "succeeded" }).waitFor({ timeout: 15_000 });
+  await page.locator('#run [data-field="output"]', { hasText: "Hello, Ada!" }).waitFor({ timeout: 15_000 });
+  await check("run-started");
+  // Delete it.
+  await page.goto(wfPage);
+  page.once("dialog", (d) => d.accept());
+  await page.getByRole("button", { name: "Delete workflow" }).click();
+  await page.getByText(/deleted\./).waitFor();
+});
+
+test("records: a policy decision's page and its request, the usage chart, the limits", async () => {
+  const pol = await api(ADMIN, "POST", "/v1/policies", {
+    name: "console flag", scope: "deployment", enabled: true,
+    rules: [{ name: "zebra", stage: "input", when: 'input.contains("zebra")', action: "flag", reason: "mentions a zebra" }],
+  });
+  assert.equal(pol.status, 201, JSON.stringify(pol.body));
+  try {
+    const chat = await api(ADMIN, "POST", "/v1/chat/completions", { model: CHAT_MODEL, max_tokens: 2, messages: [{ role: "user", content: "A zebra?" }] });
+    assert.equal(chat.status, 200, JSON.stringify(chat.body));
+  } finally {
+    await api(ADMIN, "DELETE", `/v1/policies/${pol.body.id}`);
+  }
+  await page.goto("/console/decisions?action=flag");
+  const link = page.locator("table tbody a[href^='/console/decisions/pdec_']").first();
+  for (let i = 0; i < 25 && (await link.count()) === 0; i++) {
+    await new Promise((r) => setTimeout(r, 200));
+    await page.reload();
+  }
+  await link.click();
+  await page.getByRole("heading", { name: /Policy decision pdec_/ }).waitFor();
+  assert.match(await page.locator("main").textContent(), /mentions a zebra/);
+  await check("decision");
+  await page.getByRole("link", { name: /in the log/ }).click();
+  await page.getByRole("heading", { name: "Audit chain" }).waitFor();
+  assert.ok(await page.locator("a[href^='/console/decisions/pdec_']").count() > 0, "the request links its decision");
+  await check("log-with-decision");
+  await page.goto("/console/usage");
+  await page.locator("svg.chart").waitFor();
+  assert.equal(await page.locator("svg.chart rect.bar").count(), 30, "one bar a day for 30 days");
+  assert.match(await page.locator("main").textContent(), new RegExp(CHAT_MODEL));
+  await check("usage-chart");
+  await page.getByLabel("Chart", { exact: true }).selectOption("requests");
+  await page.getByRole("button", { name: "Show" }).click();
+  await page.waitForURL(/metric=requests/);
+  await check("usage-requests");
+  await page.goto("/console/limits");
+  await page.getByRole("heading", { name: "Limits" }).waitFor();
+  await check("limits");
+});
+
+test("teams: an admin turns a team's capture on and off", async () => {
+  const team = await api(ADMIN, "POST", "/v1/teams", { name: "capture team" });
+  assert.equal(team.status, 201);
+  await page.goto("/console/keys");
+  const row = page.locator("tr", { hasText: team.body.id });
+  page.once("dialog", (d) => d.accept());
+  await row.getByRole("button", { name: /Turn on capture/ }).click();
+  await page.getByText("Capture of team capture team is on.").waitFor();
+  const teams = await api(ADMIN, "GET", "/v1/teams");
+  assert.equal(teams.body.data.find((t) => t.id === team.body.id).capture, true);
+  await check("keys-capture");
+  await page.locator("tr", { hasText: team.body.id }).getByRole("button", { name: /Turn off capture/ }).click();
+  await page.getByText("Capture of team capture team is off.").waitFor();
+});
+
+test("playground: tools on, a tool call shown and answered", async () => {
+  await page.goto("/console/playground");
+  await page.getByLabel("Model").selectOption(CHAT_MODEL);
+  await page.getByLabel("Max tokens").fill("64");
+  await page.getByLabel("Temperature").fill("0");
+  await page.getByLabel("Tools on").check();
+  await page.getByLabel("Tool choice").selectOption("required");
+  await page.getByLabel("Message", { exact: true }).fill("What is the weather in Paris?");
+  await page.getByRole("button", { name: "Send" }).click();
+  const call = page.locator("#conversation .toolcall").first();
+  await call.waitFor({ timeout: 120_000 });
+  assert.match(await call.textContent(), /get_weather/);
+  await check("playground-tools");
+  // Answer it: the model goes on from the tool's result.
+  await page.getByLabel("Tool choice").selectOption("none");
+  await call.getByLabel(/Result of get_weather/).fill('{"temperature": 18, "sky": "clear"}');
+  await call.getByRole("button", { name: "Send result" }).click();
+  await page.locator("#conversation li.tool").waitFor();
+  await page.waitForFunction(() => document.querySelectorAll("#conversation li.assistant").length === 2 &&
+    !document.querySelector("#conversation li[aria-busy]"), null, { timeout: 120_000 });
+  assert.equal(await page.locator("#conversation li.error").count(), 0, await page.locator("#conversation").textContent());
+});
+
+test("the model page's figures refresh by themselves", async () => {
+  await page.goto(`/console/models/${CHAT_MODEL}`);
+  await page.waitForFunction(() => Number(document.getElementById("model-stats").dataset.updates || 0) >= 2, null, { timeout: 15_000 });
+  assert.match(await page.locator("#model-live").textContent(), /Live: updated/);
+  await check("model-live");
+});
+
 test("revoke the key from the console", async () => {
   await page.goto("/console/keys");
   page.once("dialog", (d) => d.accept());
@@ -310,7 +483,8 @@ test("dark mode toggle", async () => {
 
 test("phone width", async () => {
   await page.setViewportSize({ width: 390, height: 844 });
-  for (const [name, p] of [["phone-keys", "/console/keys"], ["phone-playground", "/console/playground"], ["phone-models", "/console/models"]]) {
+  for (const [name, p] of [["phone-keys", "/console/keys"], ["phone-playground", "/console/playground"], ["phone-models", "/console/models"],
+    ["phone-usage", "/console/usage"], ["phone-limits", "/console/limits"], ["phone-webhooks", "/console/webhooks"], ["phone-workflows", "/console/workflows"]]) {
     await page.goto(p);
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
     assert.ok(overflow <= 1, `${p} scrolls sideways at phone width (${overflow}px)`);
