@@ -507,21 +507,14 @@ func (t *toolReader) readGeneric(done bool) inference.Event {
 	if !done {
 		return out
 	}
-	var env struct {
-		ToolCalls []struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-		} `json:"tool_calls"`
-	}
-	ok := json.Unmarshal([]byte(raw), &env) == nil && len(env.ToolCalls) > 0
-	for _, c := range env.ToolCalls {
-		ok = ok && c.Name != ""
-	}
-	if !ok {
-		out.Text = raw // cut short (max_tokens) or not a call after all
+	calls := envelopeCalls(raw)
+	if len(calls) == 0 {
+		// Not a call after all, or cut short (max_tokens) before a first
+		// call was whole: the text is all there is.
+		out.Text = raw
 		return out
 	}
-	for i, c := range env.ToolCalls {
+	for i, c := range calls {
 		id := newCallID()
 		args := "{}"
 		if len(c.Arguments) > 0 {
@@ -531,6 +524,40 @@ func (t *toolReader) readGeneric(done bool) inference.Event {
 		out.ToolCalls = append(out.ToolCalls, inference.ToolCallDelta{Index: i, ID: id, Name: c.Name, Arguments: args})
 	}
 	return out
+}
+
+// envelopeCall is one call of the generic envelope.
+type envelopeCall struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// envelopeCalls reads the calls of a generic envelope, in order, as far as
+// they are whole: an envelope cut short by max_tokens (a model may repeat
+// a call until the limit) gives the calls it finished, as OpenAI answers
+// a cut-short call with finish_reason "length", rather than the envelope's
+// text, which is this server's format and not the model's answer. Reading
+// stops at the first call that is not whole or names no function.
+func envelopeCalls(raw string) []envelopeCall {
+	dec := json.NewDecoder(strings.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	if tok, err := dec.Token(); err != nil || tok != "tool_calls" {
+		return nil
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+		return nil
+	}
+	var calls []envelopeCall
+	for dec.More() {
+		var c envelopeCall
+		if err := dec.Decode(&c); err != nil || c.Name == "" {
+			break
+		}
+		calls = append(calls, c)
+	}
+	return calls
 }
 
 // dropLeadingLiteral removes the literal lit from the start of the root

@@ -49,6 +49,9 @@ func TestGenericToolReader(t *testing.T) {
 		{[]string{"It is", " sunny."}, "stop", "It is sunny.", "", "stop"},
 		{[]string{"{", `"answer": 1}`}, "stop", `{"answer": 1}`, "", "stop"},
 		{[]string{`{"tool_calls": [{"name": "f", "argu`}, "length", `{"tool_calls": [{"name": "f", "argu`, "", "length"},
+		// Cut short after whole calls: those calls, still "length".
+		{[]string{`{"tool_calls": [{"name": "f", "arguments": {"a": 1}}, {"name": "f", "arguments": {"a": 1}}, {"name": "g`}, "length", "", `f({"a":1});f({"a":1})`, "length"},
+		{[]string{`{"tool_calls": [{"name": "f", "arguments": {}}, {"arguments": {}}]}`}, "stop", "", `f({})`, "tool_calls"},
 		{[]string{" ", "{"}, "stop", " {", "", "stop"},
 	} {
 		content, calls, reason := readAll(c.pieces, c.finish)
