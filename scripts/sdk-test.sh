@@ -79,63 +79,10 @@ fi
 log "node: $(node --version), openai $(node -p "require('$NODE_DIR/node_modules/openai/package.json').version")"
 
 # ---------------------------------------------------------------- server
-if [ ! -x "$BIN" ]; then
-  log "building $BIN (make build)"
-  make -C "$REPO" build
-fi
-[ -x "$BIN" ] || die "server binary $BIN not found"
-
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/sovereign-sdk-test.XXXXXX")"
-SERVER_PID=""
-cleanup() {
-  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    kill -TERM "$SERVER_PID" 2>/dev/null || true
-    for _ in $(seq 1 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.2; done
-    kill -KILL "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-  fi
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-API_KEY="$(python3 -c 'import secrets, string; a = string.ascii_letters + string.digits; print("sk-sov-" + "".join(secrets.choice(a) for _ in range(40)))')"
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
-
-# Start on a free port; retry with another if it was taken in between.
-PORT=""
-for attempt in 1 2 3; do
-  port="$(free_port)"
-  rm -rf "$WORK/data"
-  mkdir -p "$WORK/data"
-  log "starting $BIN serve on 127.0.0.1:$port (models: $MODELS_DIR, data: $WORK/data)"
-  env -u SOVEREIGN_DATABASE_URL -u SOVEREIGN_TLS_CERT -u SOVEREIGN_TLS_KEY -u SOVEREIGN_CONFIG \
-    SOVEREIGN_ADDR="127.0.0.1:$port" \
-    SOVEREIGN_DATA_DIR="$WORK/data" \
-    SOVEREIGN_MODELS_DIR="$MODELS_DIR" \
-    SOVEREIGN_BOOTSTRAP_KEY="$API_KEY" \
-    SOVEREIGN_DETERMINISTIC=true \
-    SOVEREIGN_OUTBOUND_ALLOW_PRIVATE=true \
-    "$BIN" serve >"$WORK/server.log" 2>&1 </dev/null &
-  SERVER_PID=$!
-  for _ in $(seq 1 600); do
-    kill -0 "$SERVER_PID" 2>/dev/null || break
-    if curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$port/healthz" 2>/dev/null; then
-      PORT="$port"
-      break
-    fi
-    sleep 0.2
-  done
-  [ -n "$PORT" ] && break
-  log "server did not become healthy (attempt $attempt); its log:"
-  tail -n 40 "$WORK/server.log" >&2 || true
-  kill -KILL "$SERVER_PID" 2>/dev/null || true
-  wait "$SERVER_PID" 2>/dev/null || true
-  SERVER_PID=""
-done
-[ -n "$PORT" ] || die "could not start the server"
-log "server ready on 127.0.0.1:$PORT"
+# Webhook tests deliver to loopback receivers: outbound private allowed.
+. "$REPO/scripts/test-server.sh"
+start_server sdk-test SOVEREIGN_OUTBOUND_ALLOW_PRIVATE=true
+PORT=$TS_PORT API_KEY=$TS_KEY
 
 export SOVEREIGN_BASE_URL="http://127.0.0.1:$PORT/v1" SOVEREIGN_API_KEY="$API_KEY"
 # The suites set OPENAI_* themselves where they test it; nothing from outside leaks in.
@@ -163,7 +110,7 @@ timeout "$SUITE_TIMEOUT" bash "$REPO/sdk/typescript/test.sh" || sovts_rc=$?
 
 if [ "$py_rc" -ne 0 ] || [ "$node_rc" -ne 0 ] || [ "$sovpy_rc" -ne 0 ] || [ "$sovts_rc" -ne 0 ]; then
   log "FAILED (openai pytest exit $py_rc, openai node --test exit $node_rc, sdk/python exit $sovpy_rc, sdk/typescript exit $sovts_rc); last lines of the server log:"
-  tail -n 30 "$WORK/server.log" >&2 || true
+  ts_show
   exit 1
 fi
 log "all SDK suites passed"

@@ -76,61 +76,9 @@ fi
 log "node $(node --version), playwright-core $(node -p "require('$DIR/node_modules/playwright-core/package.json').version"), axe-core $(node -p "require('$DIR/node_modules/axe-core/package.json').version")"
 
 # ---------------------------------------------------------------- server
-if [ ! -x "$BIN" ]; then
-  log "building $BIN (make build)"
-  make -C "$REPO" build
-fi
-[ -x "$BIN" ] || die "server binary $BIN not found"
-
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/sovereign-console-test.XXXXXX")"
-SERVER_PID=""
-cleanup() {
-  if [ -n "$SERVER_PID" ] && kill -0 "$SERVER_PID" 2>/dev/null; then
-    kill -TERM "$SERVER_PID" 2>/dev/null || true
-    for _ in $(seq 1 50); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.2; done
-    kill -KILL "$SERVER_PID" 2>/dev/null || true
-    wait "$SERVER_PID" 2>/dev/null || true
-  fi
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-API_KEY="$(python3 -c 'import secrets, string; a = string.ascii_letters + string.digits; print("sk-sov-" + "".join(secrets.choice(a) for _ in range(40)))')"
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
-
-PORT=""
-for attempt in 1 2 3; do
-  port="$(free_port)"
-  rm -rf "$WORK/data"
-  mkdir -p "$WORK/data"
-  log "starting $BIN serve on 127.0.0.1:$port (models: $MODELS_DIR, data: $WORK/data)"
-  env -u SOVEREIGN_DATABASE_URL -u SOVEREIGN_TLS_CERT -u SOVEREIGN_TLS_KEY -u SOVEREIGN_CONFIG -u SOVEREIGN_REDIS_URL \
-    SOVEREIGN_ADDR="127.0.0.1:$port" \
-    SOVEREIGN_DATA_DIR="$WORK/data" \
-    SOVEREIGN_MODELS_DIR="$MODELS_DIR" \
-    SOVEREIGN_BOOTSTRAP_KEY="$API_KEY" \
-    SOVEREIGN_DETERMINISTIC=true \
-    "$BIN" serve >"$WORK/server.log" 2>&1 </dev/null &
-  SERVER_PID=$!
-  for _ in $(seq 1 600); do
-    kill -0 "$SERVER_PID" 2>/dev/null || break
-    if curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$port/healthz" 2>/dev/null; then
-      PORT="$port"
-      break
-    fi
-    sleep 0.2
-  done
-  [ -n "$PORT" ] && break
-  log "server did not become healthy (attempt $attempt); its log:"
-  show "$WORK/server.log"
-  kill -KILL "$SERVER_PID" 2>/dev/null || true
-  wait "$SERVER_PID" 2>/dev/null || true
-  SERVER_PID=""
-done
-[ -n "$PORT" ] || die "could not start the server"
-log "server ready on 127.0.0.1:$PORT"
+. "$REPO/scripts/test-server.sh"
+start_server console-test
+PORT=$TS_PORT API_KEY=$TS_KEY
 
 # ---------------------------------------------------------------- suite
 rm -rf "$OUT"
@@ -140,7 +88,7 @@ rc=0
   timeout "$SUITE_TIMEOUT" node --test --test-concurrency=1 --test-reporter=spec console.test.mjs) || rc=$?
 if [ "$rc" -ne 0 ]; then
   log "FAILED (node --test exit $rc); screenshots in $OUT; last lines of the server log:"
-  show "$WORK/server.log"
+  ts_show
   exit 1
 fi
 log "all console browser tests passed; screenshots in $OUT"
