@@ -832,3 +832,29 @@ func TestRecordsPagesMore(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditChainStatus: the audit page and a record's page check the
+// inclusion proof they show (RFC 6962) and say it verifies.
+func TestAuditChainStatus(t *testing.T) {
+	e := newEnv(t, false)
+	b := e.browser()
+	b.signIn(e.admin)
+	e.api(e.admin, "GET", "/v1/models", nil)
+	var id string
+	for deadline := time.Now().Add(5 * time.Second); id == ""; time.Sleep(50 * time.Millisecond) {
+		if _, logs := e.api(e.admin, "GET", "/v1/logs?limit=1", nil); logs != nil {
+			if data, _ := logs["data"].([]any); len(data) > 0 {
+				id = data[0].(map[string]any)["id"].(string)
+			}
+		}
+		if id == "" && time.Now().After(deadline) {
+			t.Fatal("no record")
+		}
+	}
+	if r := b.get("/console/audit"); r.status != 200 || !strings.Contains(r.body, "<strong>Verified.</strong>") || !strings.Contains(r.body, "/console/logs/") {
+		t.Fatalf("audit status: %d %s", r.status, r.body)
+	}
+	if r := b.get("/console/logs/" + id); r.status != 200 || !strings.Contains(r.body, `id="proof-status"><strong>Verified.</strong>`) {
+		t.Fatalf("record page: %d %s", r.status, r.body)
+	}
+}

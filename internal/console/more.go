@@ -184,10 +184,10 @@ var (
 		filters: []filter{{Name: "response_id", Label: "Response id"}, {Name: "collection_id", Label: "Collection id"}, {Name: "document_id", Label: "Document id"}},
 		columns: []column{{Field: "created_at", Label: "Time"}, {Field: "response_id", Label: "Response", Link: Prefix + "/source_links?response_id="}, {Field: "model", Label: "Model"},
 			{Field: "citation", Label: "Citation"}, {Field: "source", Label: "Source"}}})
-	checkpointsPage = listPage(tablePage{title: "Audit chain", nav: "audit", api: "/v1/logs/checkpoints",
+	checkpointsTable = tablePage{title: "Audit chain", nav: "audit", api: "/v1/logs/checkpoints",
 		intro: "The request log is a hash chain with Merkle checkpoints: each row is a signed-off tree root (docs/records.md). A record's page shows its inclusion proof.",
 		columns: []column{{Field: "id", Label: "Checkpoint"}, {Field: "created_at", Label: "Time"}, {Field: "first_seq", Label: "First record"},
-			{Field: "last_seq", Label: "Last record"}, {Field: "size", Label: "Tree size"}, {Field: "root", Label: "Root"}}})
+			{Field: "last_seq", Label: "Last record"}, {Field: "size", Label: "Tree size"}, {Field: "root", Label: "Root"}}}
 	collectionsPage = listPage(tablePage{title: "Sources", nav: "sources", api: "/v1/collections",
 		intro: "The team's collections of documents, searchable and citable.", related: []link{{Prefix + "/source_links", "Source links: every citation made"}},
 		actions: "collection",
