@@ -176,6 +176,7 @@ func (c *Console) routes() {
 	m.Handle("GET "+Prefix+"/decisions/{id}", c.auth(decisionPage))
 	m.Handle("GET "+Prefix+"/limits", c.auth(limitsPage))
 	m.Handle("GET "+Prefix+"/source_links", c.auth(sourceLinksPage))
+	m.Handle("GET "+Prefix+"/source_links/{id}", c.auth(sourceLinkPage))
 	m.Handle("GET "+Prefix+"/audit", c.auth(auditPage))
 	m.Handle("GET "+Prefix+"/sources", c.auth(collectionsPage))
 	m.Handle("POST "+Prefix+"/sources", c.auth(createCollection))

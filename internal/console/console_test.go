@@ -821,6 +821,9 @@ func TestRecordsPagesMore(t *testing.T) {
 	if r := b.get("/console/limits"); r.status >= 500 {
 		t.Errorf("limits: %d %s", r.status, r.body)
 	}
+	if r := b.get("/console/source_links/sl_missing?response_id=chatcmpl-x"); r.status != http.StatusNotFound {
+		t.Errorf("a missing source link: %d", r.status)
+	}
 	if r := b.get("/console/decisions/pdec_missing"); r.status != http.StatusNotFound {
 		t.Errorf("a missing decision: %d", r.status)
 	}

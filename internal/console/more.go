@@ -180,7 +180,7 @@ var (
 		columns: []column{{Field: "id", Label: "Decision", Link: Prefix + "/decisions/"}, {Field: "created_at", Label: "Time"}, {Field: "request_id", Label: "Request", Link: Prefix + "/logs/"}, {Field: "policy", Label: "Policy"},
 			{Field: "rule", Label: "Rule"}, {Field: "stage", Label: "Stage"}, {Field: "action", Label: "Action"}, {Field: "reason", Label: "Reason"}, {Field: "model", Label: "Model"}}})
 	sourceLinksPage = listPage(tablePage{title: "Source links", nav: "sources", api: "/v1/source_links",
-		intro:   "Every citation an answer made, with the source it cited.",
+		intro:   "Every citation an answer made, with the source it cited.", actions: "sourcelink",
 		filters: []filter{{Name: "response_id", Label: "Response id"}, {Name: "collection_id", Label: "Collection id"}, {Name: "document_id", Label: "Document id"}},
 		columns: []column{{Field: "created_at", Label: "Time"}, {Field: "response_id", Label: "Response", Link: Prefix + "/source_links?response_id="}, {Field: "model", Label: "Model"},
 			{Field: "citation", Label: "Citation"}, {Field: "source", Label: "Source"}}})
@@ -236,4 +236,26 @@ func runPage(c *Console, q *req) error {
 		return err
 	}
 	return c.show(q, http.StatusOK, "run", "Run "+id, "workflows", run)
+}
+
+// sourceLinkPage is one source link: the citation, the source it cited
+// (with its collection), and the answer's other links. The API lists links
+// by answer (there is no read by id), so the page reads the answer's links
+// and picks its own.
+func sourceLinkPage(c *Console, q *req) error {
+	id, resp := q.r.PathValue("id"), q.r.URL.Query().Get("response_id")
+	var res struct {
+		Data []map[string]any `json:"data"`
+	}
+	if resp != "" {
+		if err := c.call(q, "GET", "/v1/source_links?limit=100&response_id="+url.QueryEscape(resp), nil, &res); err != nil {
+			return err
+		}
+	}
+	for _, l := range res.Data {
+		if l["id"] == id {
+			return c.show(q, http.StatusOK, "sourcelink", "Source link "+id, "sources", map[string]any{"Link": l, "Others": res.Data})
+		}
+	}
+	return apierr.New(apierr.NotFound, "No source link "+id+" of that answer; open it from the source links list.")
 }

@@ -246,6 +246,12 @@ test("playground: ask with citations and open a cited snippet", async () => {
   assert.match(target, /^#src-/);
   assert.match(await page.locator(target).textContent(), /moonlight|zorblat/);
   await check("playground-citations");
+  // The answer's citations are source links, each with a detail page.
+  await page.goto("/console/source_links");
+  await page.getByRole("link", { name: /^Details/ }).first().click();
+  await page.waitForURL(/\/console\/source_links\/[^?]+\?response_id=/);
+  assert.match(await page.locator("#snippet").textContent(), /moonlight|zorblat|kettle/i);
+  await check("source-link");
 });
 
 test("approve a pending workflow step", async () => {
