@@ -180,7 +180,7 @@ var (
 		columns: []column{{Field: "id", Label: "Decision", Link: Prefix + "/decisions/"}, {Field: "created_at", Label: "Time"}, {Field: "request_id", Label: "Request", Link: Prefix + "/logs/"}, {Field: "policy", Label: "Policy"},
 			{Field: "rule", Label: "Rule"}, {Field: "stage", Label: "Stage"}, {Field: "action", Label: "Action"}, {Field: "reason", Label: "Reason"}, {Field: "model", Label: "Model"}}})
 	sourceLinksPage = listPage(tablePage{title: "Source links", nav: "sources", api: "/v1/source_links",
-		intro:   "Every citation an answer made, with the source it cited.", actions: "sourcelink",
+		intro: "Every citation an answer made, with the source it cited.", actions: "sourcelink",
 		filters: []filter{{Name: "response_id", Label: "Response id"}, {Name: "collection_id", Label: "Collection id"}, {Name: "document_id", Label: "Document id"}},
 		columns: []column{{Field: "created_at", Label: "Time"}, {Field: "response_id", Label: "Response", Link: Prefix + "/source_links?response_id="}, {Field: "model", Label: "Model"},
 			{Field: "citation", Label: "Citation"}, {Field: "source", Label: "Source"}}})
