@@ -490,7 +490,10 @@ test("dark mode toggle", async () => {
 test("phone width", async () => {
   await page.setViewportSize({ width: 390, height: 844 });
   for (const [name, p] of [["phone-keys", "/console/keys"], ["phone-playground", "/console/playground"], ["phone-models", "/console/models"],
-    ["phone-usage", "/console/usage"], ["phone-limits", "/console/limits"], ["phone-webhooks", "/console/webhooks"], ["phone-workflows", "/console/workflows"]]) {
+    ["phone-usage", "/console/usage"], ["phone-limits", "/console/limits"], ["phone-webhooks", "/console/webhooks"], ["phone-workflows", "/console/workflows"],
+    ["phone-overview", "/console/"], ["phone-logs", "/console/logs"], ["phone-decisions", "/console/decisions"], ["phone-audit", "/console/audit"],
+    ["phone-sources", "/console/sources"], ["phone-source-links", "/console/source_links"], ["phone-runs", "/console/runs"],
+    ["phone-approvals", "/console/approvals"], ["phone-compare", "/console/compare"]]) {
     await page.goto(p);
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
     assert.ok(overflow <= 1, `${p} scrolls sideways at phone width (${overflow}px)`);
