@@ -34,6 +34,25 @@ def _resolve(api_key: Any, base_url: Any) -> "tuple[Any, Any]":
     return api_key, base_url
 
 
+def _own_settings(
+    client: Union[openai.OpenAI, openai.AsyncOpenAI],
+    organization: Optional[str],
+    project: Optional[str],
+    webhook_secret: Optional[str],
+    admin_api_key: Optional[str],
+    default_headers: Optional[Mapping[str, str]],
+) -> None:
+    """Undoes what the parent read from OPENAI_* variables for what was not given (none of them
+    applies to a Sovereign server) and turns on Idempotency-Key for non-GET requests."""
+    client.organization = organization
+    client.project = project
+    client.webhook_secret = webhook_secret
+    client.admin_api_key = admin_api_key
+    client._custom_headers = dict(default_headers or {})
+    client._ambient_authorizations = frozenset()
+    client._idempotency_header = IDEMPOTENCY_HEADER
+
+
 class Sovereign(openai.OpenAI):
     """A client of a Sovereign server: every ``openai.OpenAI`` resource (chat, completions,
     responses, embeddings, files, batches, …) unchanged, plus Sovereign's own.
@@ -81,14 +100,7 @@ class Sovereign(openai.OpenAI):
             _strict_response_validation=_strict_response_validation,
             **kwargs,
         )
-        # The parent reads OPENAI_* variables for what was not given: none of them applies here.
-        self.organization = organization
-        self.project = project
-        self.webhook_secret = webhook_secret
-        self.admin_api_key = admin_api_key
-        self._custom_headers = dict(default_headers or {})
-        self._ambient_authorizations = frozenset()
-        self._idempotency_header = IDEMPOTENCY_HEADER
+        _own_settings(self, organization, project, webhook_secret, admin_api_key, default_headers)
 
     @override
     def _idempotency_key(self) -> str:
@@ -211,13 +223,7 @@ class AsyncSovereign(openai.AsyncOpenAI):
             _strict_response_validation=_strict_response_validation,
             **kwargs,
         )
-        self.organization = organization
-        self.project = project
-        self.webhook_secret = webhook_secret
-        self.admin_api_key = admin_api_key
-        self._custom_headers = dict(default_headers or {})
-        self._ambient_authorizations = frozenset()
-        self._idempotency_header = IDEMPOTENCY_HEADER
+        _own_settings(self, organization, project, webhook_secret, admin_api_key, default_headers)
 
     @override
     def _idempotency_key(self) -> str:
