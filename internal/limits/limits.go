@@ -158,12 +158,23 @@ type Op struct {
 	Err          error
 }
 
-// Batcher is a Backend that runs several operations in one round trip
-// (Redis: one pipeline). Each operation stays atomic on its own, as
-// through Rate, Quota, Acquire and Release; a batch is not atomic as a
-// whole (admission gives back what a refused request took).
+// Batcher is a Backend that runs several operations, in order, in one
+// round trip (Redis: one script call). Each operation answers as it would
+// through Rate, Quota, Acquire and Release; a batch need not be atomic as
+// a whole, and admission does not rely on it (it gives back what a refused
+// request took).
 type Batcher interface {
 	Batch(ctx context.Context, ops []*Op)
+}
+
+// Deferrer is a Batcher that may hold a settlement's operations back and
+// run them at the head of its next batch — usually the next request's
+// admission, so that a request costs one round trip, not two — or shortly
+// after when no batch comes. Every read of the state runs what is held
+// first. done runs once the operations have.
+type Deferrer interface {
+	Batcher
+	Defer(ops []*Op, done func())
 }
 
 // runOps runs ops on b: batched when it can, one by one otherwise.
@@ -517,8 +528,8 @@ type check struct {
 // request ends (nil when no rule applies) and the most restrictive windows
 // for the response headers; over a limit, an *ExceededError.
 //
-// With a backend on the network (Redis) the checks run concurrently, so an
-// admission costs about one round trip however many rules apply.
+// With a backend on the network (Redis) every check goes in one batch, so
+// an admission costs one round trip however many rules apply.
 func (s *Service) Admit(ctx context.Context, req Request) (*Ticket, Status, error) {
 	rules := s.rules.Load().applicable(req.KeyID, req.TeamID, req.Model)
 	if len(rules) == 0 {
@@ -580,9 +591,10 @@ func (s *Service) Admit(ctx context.Context, req Request) (*Ticket, Status, erro
 			ops[i] = &Op{Rate: true, Key: c.key, Max: c.limit, N: c.n, Period: time.Minute}
 		}
 	}
-	if _, ok := s.cfg.Backend.(Batcher); ok && len(ops) > 1 {
-		// Every check in one round trip (Redis: one pipeline).
-		runOps(ctx, s.cfg.Backend, ops)
+	if b, ok := s.cfg.Backend.(Batcher); ok {
+		// Every check in one round trip (Redis: one script call, which
+		// also carries the settlements held back since the last one).
+		b.Batch(ctx, ops)
 	} else {
 		for _, op := range ops {
 			if RunOp(ctx, s.cfg.Backend, op); op.Err != nil || !op.OK {
@@ -727,12 +739,19 @@ func (t *Ticket) Settle(ctx context.Context, used int64) {
 	for _, l := range t.leases {
 		ops = append(ops, &Op{Lease: true, Release: true, Key: l, ID: t.leaseID})
 	}
-	runOps(ctx, b, ops)
-	for _, op := range charges {
-		if op.Err == nil && !op.OK && t.s.cfg.Metrics != nil {
-			t.s.cfg.Metrics.LimitsUnsettled(delta)
+	account := func() {
+		for _, op := range charges {
+			if op.Err == nil && !op.OK && t.s.cfg.Metrics != nil {
+				t.s.cfg.Metrics.LimitsUnsettled(delta)
+			}
 		}
 	}
+	if d, ok := b.(Deferrer); ok {
+		d.Defer(ops, account)
+		return
+	}
+	runOps(ctx, b, ops)
+	account()
 }
 
 // Limits returns the state of every limit that governs a key in team:

@@ -1,8 +1,11 @@
 // Package redis is the Redis adapter of Sovereign's limits: the state that
 // several API replicas share so that a limit is one limit, not one per
-// replica. Rate buckets use github.com/go-redis/redis_rate (GCRA in one Lua
-// script: one atomic round trip per check); budgets and concurrency leases
-// are small Lua scripts of their own, also one round trip each.
+// replica. Rate buckets are GCRA buckets in github.com/go-redis/redis_rate's
+// state and arithmetic (its Lua script, one atomic round trip per check);
+// budgets and concurrency leases are small Lua scripts of their own. A
+// request's checks, and the settlements of requests that ended since the
+// last one, go to Redis in one call of one script (batchScript), so a
+// governed request costs one round trip.
 package redis
 
 import (
@@ -20,10 +23,33 @@ import (
 
 // Limits implements limits.Backend on Redis.
 type Limits struct {
-	rdb     *goredis.Client
-	gcra    *redis_rate.Limiter
-	workers workers
+	rdb  *goredis.Client
+	gcra *redis_rate.Limiter
+
+	// held are settlements waiting for the next batch (limits.Deferrer);
+	// deferred counts the settlements held back since the sweeper last
+	// looked.
+	mu       sync.Mutex
+	held     []*limits.Op
+	dones    []func()
+	deferred int
+	// kick wakes the sweeper, which sends what no admission has carried
+	// off every deferWindow while settlements come, and sleeps when none
+	// do; stop ends it.
+	kick, stop chan struct{}
 }
+
+// Settlements wait at most about deferWindow for an admission to carry
+// them, and at most maxHeld operations wait: under load nearly every
+// settlement rides on the next admission's call, and idle, a concurrency
+// lease or a refund reaches Redis within a few milliseconds of its
+// request's end. One sweeper on a period, rather than a timer per
+// settlement: arming a timer wakes the runtime's poller, which cost a
+// governed request about a fifth of its CPU in the limits here.
+const (
+	deferWindow = 2 * time.Millisecond
+	maxHeld     = 256
+)
 
 // Open connects to the Redis server at url (redis://[:password@]host:port/db
 // or rediss:// for TLS) and checks it answers.
@@ -48,11 +74,81 @@ func Open(ctx context.Context, url string) (*Limits, error) {
 		rdb.Close()
 		return nil, fmt.Errorf("redis: loading scripts: %w", err)
 	}
-	return &Limits{rdb: rdb, gcra: redis_rate.NewLimiter(rdb)}, nil
+	l := &Limits{rdb: rdb, gcra: redis_rate.NewLimiter(rdb), kick: make(chan struct{}, 1), stop: make(chan struct{})}
+	go l.sweep()
+	return l, nil
 }
 
-// Close closes the connections.
-func (l *Limits) Close() error { return l.rdb.Close() }
+// Close sends the settlements held back, then closes the connections.
+func (l *Limits) Close() error {
+	close(l.stop)
+	l.flush(context.Background())
+	return l.rdb.Close()
+}
+
+// sweep sends the settlements no admission carried off, every deferWindow
+// for as long as settlements come.
+func (l *Limits) sweep() {
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-l.kick:
+		}
+		for busy := true; busy; {
+			select {
+			case <-l.stop:
+				return
+			case <-time.After(deferWindow):
+			}
+			l.mu.Lock()
+			busy, l.deferred = l.deferred > 0, 0
+			l.mu.Unlock()
+			l.flush(context.Background())
+		}
+	}
+}
+
+// Defer implements limits.Deferrer.
+func (l *Limits) Defer(ops []*limits.Op, done func()) {
+	if len(ops) == 0 {
+		done()
+		return
+	}
+	l.mu.Lock()
+	l.held = append(l.held, ops...)
+	l.dones = append(l.dones, done)
+	l.deferred++
+	full := len(l.held) >= maxHeld
+	l.mu.Unlock()
+	if full {
+		l.flush(context.Background())
+		return
+	}
+	select {
+	case l.kick <- struct{}{}:
+	default: // the sweeper is awake, or already kicked
+	}
+}
+
+// take hands over the settlements held back.
+func (l *Limits) take() ([]*limits.Op, []func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ops, dones := l.held, l.dones
+	l.held, l.dones = nil, nil
+	return ops, dones
+}
+
+// flush sends the settlements held back, if any, by themselves.
+func (l *Limits) flush(ctx context.Context) {
+	if ops, dones := l.take(); len(ops) > 0 {
+		l.run(ctx, ops)
+		for _, f := range dones {
+			f()
+		}
+	}
+}
 
 // Ping checks the server answers.
 func (l *Limits) Ping(ctx context.Context) error { return l.rdb.Ping(ctx).Err() }
@@ -63,8 +159,9 @@ func (l *Limits) Ping(ctx context.Context) error { return l.rdb.Ping(ctx).Err() 
 // a refund that would leave the bucket full, so such a refund deletes the
 // bucket instead (a second round trip, on settlement only).
 func (l *Limits) Rate(ctx context.Context, key string, limit int64, period time.Duration, n int64, force bool) (limits.RateResult, error) {
-	res, err := l.rate(ctx, l.gcra, key, limit, period, n, force)
-	if err == nil && n < 0 && res.ResetAfter <= 0 && !refillsSoon(&limits.Op{N: n, Max: limit, Period: period}) {
+	l.flush(context.WithoutCancel(ctx)) // what this replica settled comes first
+	res, err := l.rate(ctx, key, limit, period, n, force)
+	if err == nil && n < 0 && res.ResetAfter <= 0 {
 		if err := l.gcra.Reset(ctx, key); err != nil {
 			return limits.RateResult{}, err
 		}
@@ -72,18 +169,18 @@ func (l *Limits) Rate(ctx context.Context, key string, limit int64, period time.
 	return res, err
 }
 
-// rate runs redis_rate's GCRA through lim (which may be batching), without
-// the delete of a bucket a refund fills.
-func (l *Limits) rate(ctx context.Context, lim *redis_rate.Limiter, key string, limit int64, period time.Duration, n int64, force bool) (limits.RateResult, error) {
+// rate runs redis_rate's GCRA, without the delete of a bucket a refund
+// fills.
+func (l *Limits) rate(ctx context.Context, key string, limit int64, period time.Duration, n int64, force bool) (limits.RateResult, error) {
 	rl := redis_rate.Limit{Rate: int(limit), Burst: int(limit), Period: period}
 	if force && n > 0 {
-		res, err := lim.AllowAtMost(ctx, key, rl, int(n))
+		res, err := l.gcra.AllowAtMost(ctx, key, rl, int(n))
 		if err != nil {
 			return limits.RateResult{}, err
 		}
 		return limits.RateResult{Allowed: int64(res.Allowed) >= n, Remaining: int64(res.Remaining), ResetAfter: max(res.ResetAfter, 0)}, nil
 	}
-	res, err := lim.AllowN(ctx, key, rl, int(n))
+	res, err := l.gcra.AllowN(ctx, key, rl, int(n))
 	if err != nil {
 		return limits.RateResult{}, err
 	}
@@ -117,6 +214,7 @@ return {1, cur}
 
 // Quota implements limits.Backend.
 func (l *Limits) Quota(ctx context.Context, key string, max, n int64, force bool, end time.Time) (bool, int64, error) {
+	l.flush(context.WithoutCancel(ctx)) // what this replica settled comes first
 	f := "0"
 	if force {
 		f = "1"
@@ -147,6 +245,7 @@ return {1, held + 1}
 
 // Acquire implements limits.Backend.
 func (l *Limits) Acquire(ctx context.Context, key, id string, max int64, lease time.Duration) (bool, int64, error) {
+	l.flush(context.WithoutCancel(ctx)) // what this replica settled comes first
 	v, err := acquireScript.Run(ctx, l.rdb, []string{key}, id, max, lease.Milliseconds()).Int64Slice()
 	if err != nil {
 		return false, 0, err
@@ -154,206 +253,228 @@ func (l *Limits) Acquire(ctx context.Context, key, id string, max int64, lease t
 	return v[0] == 1, v[1], nil
 }
 
-// Batch implements limits.Batcher: every operation goes in one pipeline,
-// one round trip. Each stays atomic on its own: a rate is redis_rate's
-// GCRA script, run by the library itself over a Scripter (gather) that
-// queues its call into the pipeline; budgets and leases are this
-// package's scripts and ZREM. A refund that would leave a bucket full is
-// not written by redis_rate, so such buckets are then deleted (a second
-// round trip, on settlement only).
+// batchScript runs a batch's operations in order, in one call: KEYS[i] is
+// operation i's key and ARGV holds each operation's kind and arguments in
+// the same order. It answers four integers per operation.
+//
+//   - "r" limit period_seconds n force: a GCRA bucket, redis_rate's own
+//     arithmetic and state (the same keys, the theoretical arrival time as
+//     seconds since 2017 in a string), so a bucket can be taken from here
+//     and read or charged through redis_rate alike — a test holds the two
+//     to the same answers. n > 0 without force is redis_rate's AllowN,
+//     with force its AllowAtMost; n < 0 refunds, and a refund that leaves
+//     the bucket full deletes it (redis_rate writes no such refund).
+//     Answer: allowed (1/0), remaining, retry after and reset after (µs,
+//     -1: none).
+//   - "q" n max force end_unix: a budget, as quotaScript. Answer: allowed,
+//     value.
+//   - "l" id max ttl_ms: a lease, as acquireScript, except that expired
+//     leases are dropped only when the set looks full (they cannot refuse
+//     a request below that, and the drop is most of a lease's cost).
+//     Answer: ok, held.
+//   - "x" id: a release (ZREM). Answer: removed.
+//
+// Why one script, and why it reads every bucket and budget with one MGET
+// and writes each once at the end: Redis spends most of a governed
+// request's time entering scripts and dispatching their commands, not in
+// the GCRA arithmetic (bench/README.md), and a batch often touches a key
+// twice (a settlement it carries refunds the bucket its admission takes
+// from).
+var batchScript = goredis.NewScript(`
+local t = redis.call("TIME")
+local now = (t[1] - 1483228800) + (t[2] / 1000000)
+local nowms = t[1] * 1000 + math.floor(t[2] / 1000)
+-- Every bucket and budget the batch touches, read at once.
+local reads, seen = {}, {}
+local a = 1
+for i = 1, #KEYS do
+  local kind = ARGV[a]
+  if (kind == "r" or kind == "q") and not seen[KEYS[i]] then
+    seen[KEYS[i]] = true
+    reads[#reads+1] = KEYS[i]
+  end
+  if kind == "r" or kind == "q" then a = a + 5 elseif kind == "l" then a = a + 4 else a = a + 2 end
+end
+local val, dirty, ttl, order = {}, {}, {}, {}
+if #reads > 0 then
+  local got = redis.call("MGET", unpack(reads))
+  for j = 1, #reads do val[reads[j]] = got[j] and tonumber(got[j]) end
+end
+local function put(key, v, e)
+  if not dirty[key] then dirty[key] = true; order[#order+1] = key end
+  val[key], ttl[key] = v, e
+end
+local out = {}
+a = 1
+for i = 1, #KEYS do
+  local key, kind = KEYS[i], ARGV[a]
+  local ok, value, retry, reset = 1, 0, -1, -1
+  if kind == "r" then
+    local limit, period, cost, force = tonumber(ARGV[a+1]), tonumber(ARGV[a+2]), tonumber(ARGV[a+3]), ARGV[a+4] == "1"
+    a = a + 5
+    local ei = period / limit
+    local burst = ei * limit
+    local tat = val[key]
+    if tat then tat = math.max(tat, now) else tat = now end
+    if force and cost > 0 then
+      local left = (now - (tat - burst)) / ei
+      if left < 1 then
+        ok, reset = 0, (tat - now) * 1000000
+      else
+        local take = cost
+        if left < cost then take, ok, left = left, 0, 0 else left = left - cost end
+        local new_tat = tat + ei * take
+        reset = (new_tat - now) * 1000000
+        put(key, new_tat, math.ceil(new_tat - now))
+        value = left
+      end
+    else
+      local new_tat = tat + ei * cost
+      local diff = now - (new_tat - burst)
+      if diff < 0 then
+        ok, retry, reset = 0, -diff * 1000000, (tat - now) * 1000000
+      else
+        value, reset = diff / ei, (new_tat - now) * 1000000
+        if new_tat > now then
+          if cost ~= 0 then put(key, new_tat, math.ceil(new_tat - now)) end
+        elseif cost < 0 then
+          put(key, false, 0)
+        end
+      end
+    end
+  elseif kind == "q" then
+    local n, max = tonumber(ARGV[a+1]), tonumber(ARGV[a+2])
+    local force = ARGV[a+3] == "1"
+    local exp = ARGV[a+4]
+    a = a + 5
+    value = val[key] or 0
+    if n > 0 and not force and value + n > max then
+      ok = 0
+    elseif n ~= 0 then
+      value = value + n
+      if value < 0 then value = 0 end
+      put(key, value, exp)
+    end
+  elseif kind == "l" then
+    local id, max, ttl = ARGV[a+1], tonumber(ARGV[a+2]), tonumber(ARGV[a+3])
+    a = a + 4
+    value = redis.call("ZCARD", key)
+    if value >= max then
+      redis.call("ZREMRANGEBYSCORE", key, "-inf", nowms)
+      value = redis.call("ZCARD", key)
+    end
+    if value >= max then
+      ok = 0
+    else
+      redis.call("ZADD", key, nowms + ttl, id)
+      redis.call("PEXPIRE", key, ttl)
+      value = value + 1
+    end
+  else
+    value = redis.call("ZREM", key, ARGV[a+1])
+    a = a + 2
+  end
+  local o = #out
+  out[o+1], out[o+2], out[o+3], out[o+4] = ok, value, retry, reset
+end
+-- Each key written once, with its final state: a bucket with its expiry
+-- (deleted when refunded to full), a budget expiring with its window.
+for _, key in ipairs(order) do
+  local v = val[key]
+  if not v then
+    redis.call("DEL", key)
+  elseif type(ttl[key]) == "string" then
+    redis.call("SET", key, v, "EXAT", ttl[key])
+  else
+    redis.call("SET", key, v, "EX", ttl[key])
+  end
+end
+return out
+`)
+
+// Batch implements limits.Batcher: every operation in one call of
+// batchScript, one round trip. The operations run in order, each as it
+// would through Rate, Quota, Acquire and Release; Redis runs a script
+// whole, so no other client's operation comes between them.
+//
+// The settlements held back (Defer) run first, in the same call: a
+// settlement is not the admitting request's to cancel, so then the call
+// ignores ctx's cancellation (the client's timeouts still bound it).
 func (l *Limits) Batch(ctx context.Context, ops []*limits.Op) {
-	g := &gather{rdb: l.rdb, pipe: l.rdb.Pipeline(), done: make(chan struct{})}
-	cmds := make([]goredis.Cmder, len(ops))
+	held, dones := l.take()
+	if len(held) == 0 {
+		l.run(ctx, ops)
+		return
+	}
+	l.run(context.WithoutCancel(ctx), append(held, ops...))
+	for _, f := range dones {
+		f()
+	}
+}
+
+// run runs ops in one call of batchScript.
+func (l *Limits) run(ctx context.Context, ops []*limits.Op) {
+	keys := make([]string, len(ops))
+	args := make([]any, 0, 5*len(ops))
 	for i, op := range ops {
 		switch {
 		case op.Rate:
-			g.want++
+			// redis_rate's key, so that both read and write one bucket.
+			keys[i] = rateKeyPrefix + op.Key
+			args = append(args, "r", op.Max, op.Period.Seconds(), op.N, flag(op.Force))
 		case op.Release:
-			cmds[i] = g.pipe.ZRem(ctx, op.Key, op.ID)
+			keys[i] = op.Key
+			args = append(args, "x", op.ID)
 		case op.Lease:
-			cmds[i] = acquireScript.EvalSha(ctx, g.pipe, []string{op.Key}, op.ID, op.Max, op.TTL.Milliseconds())
+			keys[i] = op.Key
+			args = append(args, "l", op.ID, op.Max, op.TTL.Milliseconds())
 		default:
-			f := "0"
-			if op.Force {
-				f = "1"
-			}
-			cmds[i] = quotaScript.EvalSha(ctx, g.pipe, []string{op.Key}, op.N, op.Max, f, op.End.Unix())
+			keys[i] = op.Key
+			args = append(args, "q", op.N, op.Max, flag(op.Force), op.End.Unix())
 		}
 	}
-	lim := redis_rate.NewLimiter(g)
-	var wg sync.WaitGroup
-	for _, op := range ops {
-		if op.Rate {
-			wg.Add(1)
-			l.workers.run(func() {
-				defer wg.Done()
-				var res limits.RateResult
-				res, op.Err = l.rate(ctx, lim, op.Key, op.Max, op.Period, op.N, op.Force)
-				op.OK, op.Value, op.Retry, op.Reset = res.Allowed, res.Remaining, res.RetryAfter, res.ResetAfter
-			})
-		}
+	// Run sends the script by hash and its text only when Redis has
+	// forgotten it (a restart).
+	v, err := batchScript.Run(ctx, l.rdb, keys, args...).Int64Slice()
+	if err == nil && len(v) != 4*len(ops) {
+		err = fmt.Errorf("redis: %d values for %d operations", len(v), len(ops))
 	}
-	if g.want == 0 {
-		g.flush(ctx)
-	}
-	wg.Wait()
-	<-g.done
-	var reload bool
 	for i, op := range ops {
-		if op.Rate {
+		if err != nil {
+			op.Err = err
 			continue
 		}
-		if op.Err = cmds[i].Err(); goredis.HasErrorPrefix(op.Err, "NOSCRIPT") {
-			reload = true
-			continue
-		}
-		if op.Err != nil {
-			continue
-		}
-		switch c := cmds[i].(type) {
-		case *goredis.IntCmd:
-			op.OK = true
-		case *goredis.Cmd:
-			v, err := c.Int64Slice()
-			if err != nil || len(v) != 2 {
-				op.Err = fmt.Errorf("redis: unexpected answer %v: %v", c.Val(), err)
-				continue
+		ok, value, retry, reset := v[4*i] == 1, v[4*i+1], time.Duration(v[4*i+2])*time.Microsecond, time.Duration(v[4*i+3])*time.Microsecond
+		switch {
+		case op.Rate && op.Force && op.N > 0:
+			op.OK, op.Value, op.Reset = ok, value, max(reset, 0)
+		case op.Rate && op.N < 0 && reset <= 0:
+			// Refunded to full.
+			op.OK, op.Value, op.Reset = true, op.Max, 0
+		case op.Rate:
+			op.OK, op.Value, op.Reset = ok || op.N <= 0, value, max(reset, 0)
+			if !op.OK {
+				op.Retry = retry
 			}
-			op.OK, op.Value = v[0] == 1, v[1]
-		}
-	}
-	if reload {
-		// The server forgot the scripts (it restarted): load them and run
-		// the operations again one by one, in order — releases too (again:
-		// ZREM is idempotent), so a lease is not released before it is
-		// taken.
-		if err := loadScripts(ctx, l.rdb); err == nil {
-			for _, op := range ops {
-				if !op.Rate && (op.Release || goredis.HasErrorPrefix(op.Err, "NOSCRIPT")) {
-					limits.RunOp(ctx, l, op)
-				}
-			}
-		}
-	}
-	// Refunds redis_rate did not write because they fill the bucket: its
-	// Reset deletes them, queued in one more pipeline.
-	pipe := l.rdb.Pipeline()
-	reset := redis_rate.NewLimiter(pipe)
-	var full []*limits.Op
-	for _, op := range ops {
-		if op.Rate && op.N < 0 && op.Err == nil && op.Reset <= 0 && !refillsSoon(op) {
-			reset.Reset(ctx, op.Key)
-			full = append(full, op)
-		}
-	}
-	if len(full) > 0 {
-		if _, err := pipe.Exec(ctx); err != nil {
-			for _, op := range full {
-				op.Err = err
-			}
+		default:
+			op.OK, op.Value = ok || op.Release, value
 		}
 	}
 }
 
-// refillsSoon reports whether a refund that filled a bucket may be left
-// unwritten: what it would have given back the bucket refills by itself
-// within 100 ms (the refund is under 1/600 of a per-minute limit), so
-// deleting the bucket is not worth a round trip. Larger refunds are
-// written.
-func refillsSoon(op *limits.Op) bool {
-	return time.Duration(-op.N)*op.Period/time.Duration(max(op.Max, 1)) < 100*time.Millisecond
-}
+// rateKeyPrefix is what redis_rate puts before a bucket's name.
+const rateKeyPrefix = "rate:"
 
-// workers run a batch's rate calls, which block until the batch's pipeline
-// returns. They live on, so their stacks have grown to what go-redis needs
-// once (a fresh goroutine per call grew its stack every time: a tenth of
-// the CPU a governed request costs here). A call goes to an idle worker
-// or, when none is idle, to a new goroutine: never queued, since a queued
-// call could wait behind workers that wait for it.
-type workers struct {
-	tasks chan func()
-	once  sync.Once
-}
-
-func (w *workers) run(f func()) {
-	w.once.Do(func() {
-		w.tasks = make(chan func())
-		for range 32 {
-			go func() {
-				for f := range w.tasks {
-					f()
-				}
-			}()
-		}
-	})
-	select {
-	case w.tasks <- f:
-	default:
-		go f()
+func flag(b bool) string {
+	if b {
+		return "1"
 	}
+	return "0"
 }
 
-// gather is the Scripter redis_rate runs its script through in a batch:
-// each EvalSha is queued into the batch's pipeline, and the last of the
-// expected calls sends the pipeline; every caller then reads its own
-// answer. (The fallbacks go to the server directly.)
-type gather struct {
-	rdb  *goredis.Client
-	pipe goredis.Pipeliner
-	mu   sync.Mutex
-	want int
-	got  int
-	once sync.Once
-	done chan struct{}
-}
-
-func (g *gather) flush(ctx context.Context) {
-	g.once.Do(func() {
-		g.pipe.Exec(ctx) // errors are each command's
-		close(g.done)
-	})
-}
-
-func (g *gather) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *goredis.Cmd {
-	g.mu.Lock()
-	cmd := g.pipe.EvalSha(ctx, sha1, keys, args...)
-	g.got++
-	last := g.got == g.want
-	g.mu.Unlock()
-	if last {
-		g.flush(ctx)
-	}
-	<-g.done
-	return cmd
-}
-
-func (g *gather) Eval(ctx context.Context, script string, keys []string, args ...any) *goredis.Cmd {
-	return g.rdb.Eval(ctx, script, keys, args...)
-}
-
-func (g *gather) EvalRO(ctx context.Context, script string, keys []string, args ...any) *goredis.Cmd {
-	return g.rdb.EvalRO(ctx, script, keys, args...)
-}
-
-func (g *gather) EvalShaRO(ctx context.Context, sha1 string, keys []string, args ...any) *goredis.Cmd {
-	return g.rdb.EvalShaRO(ctx, sha1, keys, args...)
-}
-
-func (g *gather) ScriptExists(ctx context.Context, hashes ...string) *goredis.BoolSliceCmd {
-	return g.rdb.ScriptExists(ctx, hashes...)
-}
-
-func (g *gather) ScriptLoad(ctx context.Context, script string) *goredis.StringCmd {
-	return g.rdb.ScriptLoad(ctx, script)
-}
-
-func (g *gather) Del(ctx context.Context, keys ...string) *goredis.IntCmd {
-	return g.rdb.Del(ctx, keys...)
-}
-
-// loadScripts loads the scripts a batch runs by hash.
+// loadScripts loads the scripts, which run by hash.
 func loadScripts(ctx context.Context, rdb *goredis.Client) error {
-	for _, s := range []*goredis.Script{quotaScript, acquireScript} {
+	for _, s := range []*goredis.Script{batchScript, quotaScript, acquireScript} {
 		if err := s.Load(ctx, rdb).Err(); err != nil {
 			return err
 		}
@@ -363,6 +484,7 @@ func loadScripts(ctx context.Context, rdb *goredis.Client) error {
 
 // Release implements limits.Backend.
 func (l *Limits) Release(ctx context.Context, key, id string) error {
+	l.flush(context.WithoutCancel(ctx)) // what this replica settled comes first
 	return l.rdb.ZRem(ctx, key, id).Err()
 }
 
@@ -374,6 +496,7 @@ return redis.call("ZCARD", KEYS[1])
 
 // Held implements limits.Backend.
 func (l *Limits) Held(ctx context.Context, key string) (int64, error) {
+	l.flush(context.WithoutCancel(ctx)) // what this replica settled comes first
 	return heldScript.Run(ctx, l.rdb, []string{key}).Int64()
 }
 

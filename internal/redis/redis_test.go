@@ -169,3 +169,138 @@ func TestBatch(t *testing.T) {
 	}
 	limitstest.RunBatch(t, l)
 }
+
+// TestBatchGCRAIsRedisRate holds the batch script's GCRA to redis_rate's:
+// the same sequence of takes, refusals, forced charges, refunds and reads
+// on one bucket through Batch and on another through Rate (redis_rate
+// itself) gives the same answers; and each bucket reads the same through
+// the other path, since both keep the same state under the same key.
+func TestBatchGCRAIsRedisRate(t *testing.T) {
+	ctx := context.Background()
+	l, err := redis.Open(ctx, limitstest.RequireRedis(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var b [6]byte
+	rand.Read(b[:])
+	viaBatch, viaLib := "gcra:batch:"+hex.EncodeToString(b[:]), "gcra:lib:"+hex.EncodeToString(b[:])
+	// An hour's period: the few milliseconds between the two paths' calls
+	// refill a 10-per-hour bucket by a millionth of a unit, so the counts
+	// agree exactly; times agree to a second.
+	const limit, period = 10, time.Hour
+	steps := []struct {
+		n     int64
+		force bool
+	}{{3, false}, {0, false}, {5, false}, {4, false}, {-2, false}, {4, false}, {0, false}, {3, true}, {1, false},
+		{-6, false}, {2, true}, {-20, false}, {0, false}, {10, false}, {1, false}, {-10, false}, {12, true}, {-1, false}}
+	for i, st := range steps {
+		op := &limits.Op{Rate: true, Key: viaBatch, Max: limit, Period: period, N: st.n, Force: st.force}
+		l.Batch(ctx, []*limits.Op{op})
+		if op.Err != nil {
+			t.Fatalf("step %d: batch: %v", i, op.Err)
+		}
+		res, err := l.Rate(ctx, viaLib, limit, period, st.n, st.force)
+		if err != nil {
+			t.Fatalf("step %d: redis_rate: %v", i, err)
+		}
+		if op.OK != res.Allowed || op.Value != res.Remaining || (op.Retry > 0) != (res.RetryAfter > 0) ||
+			(op.Retry-res.RetryAfter).Abs() > time.Second || (op.Reset-res.ResetAfter).Abs() > time.Second {
+			t.Fatalf("step %d (n %d, force %v): batch ok %v remaining %d retry %v reset %v; redis_rate %+v",
+				i, st.n, st.force, op.OK, op.Value, op.Retry, op.Reset, res)
+		}
+	}
+	for _, key := range []string{viaBatch, viaLib} {
+		read := &limits.Op{Rate: true, Key: key, Max: limit, Period: period}
+		l.Batch(ctx, []*limits.Op{read})
+		res, err := l.Rate(ctx, key, limit, period, 0, false)
+		if err != nil || read.Err != nil || read.Value != res.Remaining || (read.Reset-res.ResetAfter).Abs() > time.Second {
+			t.Fatalf("%s read both ways: batch %+v, redis_rate %+v %v", key, read, res, err)
+		}
+	}
+}
+
+// TestDeferredSettlement: a settlement held back runs before the next
+// batch's operations (a released lease frees its place for the next
+// admission), by itself soon after when no batch comes, before a read,
+// and on Close.
+func TestDeferredSettlement(t *testing.T) {
+	ctx := context.Background()
+	url := limitstest.RequireRedis(t)
+	l, err := redis.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b [6]byte
+	rand.Read(b[:])
+	lease := "lease:" + hex.EncodeToString(b[:])
+	acquire := func(id string) *limits.Op {
+		op := &limits.Op{Lease: true, Key: lease, ID: id, Max: 1, TTL: time.Minute}
+		l.Batch(ctx, []*limits.Op{op})
+		if op.Err != nil {
+			t.Fatal(op.Err)
+		}
+		return op
+	}
+	release := func(id string) (done chan struct{}) {
+		done = make(chan struct{})
+		l.Defer([]*limits.Op{{Lease: true, Release: true, Key: lease, ID: id}}, func() { close(done) })
+		return done
+	}
+	held := func() int64 {
+		n, err := l.Held(ctx, lease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	// Carried by the next batch, ahead of its own operations.
+	if !acquire("a").OK {
+		t.Fatal("first lease refused")
+	}
+	done := release("a")
+	select {
+	case <-done:
+		t.Fatal("a held-back release ran at once")
+	default:
+	}
+	if op := acquire("b"); !op.OK || op.Value != 1 {
+		t.Fatalf("the admission after a held-back release: %+v", op)
+	}
+	<-done
+
+	// By itself when no batch comes.
+	done = release("b")
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		t.Fatal("a held-back release never ran by itself")
+	}
+	if n := held(); n != 0 {
+		t.Fatalf("held %d after the release ran by itself", n)
+	}
+
+	// Before a read.
+	acquire("c")
+	release("c")
+	if n := held(); n != 0 {
+		t.Fatalf("a read before the held-back release ran: held %d", n)
+	}
+
+	// On Close.
+	acquire("d")
+	done = release("d")
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	l2, err := redis.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l2.Close()
+	if n, err := l2.Held(ctx, lease); err != nil || n != 0 {
+		t.Fatalf("after Close: held %d %v", n, err)
+	}
+}
