@@ -111,6 +111,8 @@ type config struct {
 	checkRate      int
 	checkRatio     float64
 	checkGovP99    time.Duration
+	govRounds      int
+	govRoundDur    time.Duration
 }
 
 func main() {
@@ -127,7 +129,8 @@ func main() {
 		mockPID, sovPID, litePID, pkPID int
 		govURL, govKey, govConfig       string
 		govPID, redisPID                int
-		checkGovP99                     time.Duration
+		checkGovP99, govRoundDur        time.Duration
+		govRounds                       int
 		sovKey, liteKey, model          string
 		jsonOut, mdOut, note            string
 	)
@@ -169,6 +172,8 @@ func main() {
 	flag.IntVar(&checkRate, "target-rate", 1000, "the rate of that target (must be one of -rates)")
 	flag.Float64Var(&checkRatio, "target-ratio", 10, "target: LiteLLM's and Portkey's added latency / Sovereign's at concurrency 1")
 	flag.DurationVar(&checkGovP99, "target-gov-p99", 500*time.Microsecond, "target: the governed Sovereign's p99 minus the plain one's at -target-rate, non-streamed")
+	flag.IntVar(&govRounds, "gov-rounds", 6, "paired rounds for the governance check: the plain and the governed Sovereign take turns at -target-rate, non-streamed (ABBA order), and the check compares their pooled latencies (0: compare their single fixed-rate steps)")
+	flag.DurationVar(&govRoundDur, "gov-round-duration", 3*time.Second, "measured time of each paired round (after half a second's warm-up)")
 	flag.Parse()
 
 	var err error
@@ -182,6 +187,7 @@ func main() {
 		pids:    map[string]int{direct: mockPID, sovereign: sovPID, sovereignGov: govPID, litellm: litePID, portkey: pkPID},
 		jsonOut: jsonOut, mdOut: mdOut, note: note,
 		checkP99: checkP99, checkRate: checkRate, checkRatio: checkRatio, checkGovP99: checkGovP99,
+		govRounds: govRounds, govRoundDur: govRoundDur,
 	}
 	switch cfg.govConfig {
 	case "all":
@@ -312,6 +318,34 @@ type Report struct {
 	// GovernanceCost is the governed Sovereign's latency minus the plain
 	// one's, per mode and load point.
 	GovernanceCost []GovCost `json:"governance_cost,omitempty"`
+	// GovRounds is the paired measurement the governance check reads.
+	GovRounds *GovRounds `json:"governance_rounds,omitempty"`
+}
+
+// GovRounds is the plain and the governed Sovereign taking turns at one
+// rate, non-streamed, in ABBA order (plain then governed, governed then
+// plain, ...), so that both meet the machine in the same states: one p99
+// each from every request of their rounds pooled, rather than from one
+// step each measured a minute apart. On a shared two-core machine the
+// tail of a single few-second step moves by as much as the governance
+// costs; pooled paired rounds are what a difference of p99s can be read
+// from.
+type GovRounds struct {
+	Rate      int       `json:"rate"`
+	Rounds    int       `json:"rounds"`
+	RoundS    float64   `json:"round_s"`
+	PlainP99  []float64 `json:"plain_p99_ms"`    // per round; -1: overloaded
+	GovP99    []float64 `json:"governed_p99_ms"` // per round
+	PlainPool Point     `json:"plain_pooled"`
+	GovPool   Point     `json:"governed_pooled"`
+	// CPU ms per request over the rounds: each server's, and Redis's per
+	// governed request.
+	PlainCPU *float64 `json:"plain_cpu_ms_per_request,omitempty"`
+	GovCPU   *float64 `json:"governed_cpu_ms_per_request,omitempty"`
+	RedisCPU *float64 `json:"redis_cpu_ms_per_request,omitempty"`
+	Error    string   `json:"error,omitempty"`
+	// sent and answered per server, for the request-log counts.
+	sent, answered map[string]int64
 }
 
 // GovCost is what governance costs at one load point: the governed
@@ -470,6 +504,9 @@ type Step struct {
 	SendLateP99Ms float64 `json:"send_late_p99_ms"`
 	Held          bool    `json:"held"` // no errors and p99 (added) below the budget
 	ErrorSample   string  `json:"error_sample,omitempty"`
+	// lat is every measured request's latency, sorted (failed and unsent
+	// ones as math.MaxInt64), for pooling steps.
+	lat []int64
 }
 
 // Ratio is one gateway's added latency over Sovereign's.
@@ -858,6 +895,7 @@ func runStep(ctx context.Context, t *target, m *mode, rate int, warm, dur time.D
 		}
 	}
 	slices.Sort(all)
+	s.lat = all
 	s.P50Ms = msOrNil(percentileNs(all, 50))
 	s.P99Ms = msOrNil(percentileNs(all, 99))
 	s.MaxMs = msOrNil(percentileNs(all, 100))
@@ -945,6 +983,9 @@ func run(ctx context.Context, cfg config) *Report {
 		if base != nil && len(cfg.targets) > 1 {
 			rebase(ctx, rep, base, m, cfg, log)
 		}
+		if mname == "non-stream" && cfg.govRounds > 0 && rep.mode(sovereign, mname) != nil && rep.mode(sovereignGov, mname) != nil {
+			rep.GovRounds = govRounds(ctx, m, cfg, log)
+		}
 	}
 	for _, tr := range rep.Targets {
 		if (tr.Name != sovereign && tr.Name != sovereignGov) || tr.Error != "" {
@@ -954,6 +995,10 @@ func run(ctx context.Context, cfg config) *Report {
 		for _, mr := range tr.Modes {
 			lc.Sent += mr.Requests
 			lc.Answered += mr.Answered
+		}
+		if rep.GovRounds != nil {
+			lc.Sent += rep.GovRounds.sent[tr.Name]
+			lc.Answered += rep.GovRounds.answered[tr.Name]
 		}
 		base, key := cfg.sovURL, cfg.sovKey
 		if tr.Name == sovereignGov {
@@ -970,6 +1015,81 @@ func run(ctx context.Context, cfg config) *Report {
 	}
 	rep.DurationS = math.Round(time.Since(log.began).Seconds()*10) / 10
 	return rep
+}
+
+// govRounds runs the paired rounds (GovRounds) in mode m.
+func govRounds(ctx context.Context, m *mode, cfg config, log logger) *GovRounds {
+	gr := &GovRounds{Rate: cfg.checkRate, Rounds: cfg.govRounds, RoundS: cfg.govRoundDur.Seconds(),
+		sent: map[string]int64{}, answered: map[string]int64{}}
+	targets := map[string]*target{sovereign: newTarget(sovereign, cfg), sovereignGov: newTarget(sovereignGov, cfg)}
+	defer func() {
+		for _, t := range targets {
+			t.client.CloseIdleConnections()
+		}
+	}()
+	cpu := map[string]time.Duration{}
+	var redisCPU time.Duration
+	cpuOK := true
+	pooled := map[string][]int64{}
+	log.printf("governance: %d paired rounds of %v at %d RPS, non-streamed (Sovereign and %s in turn)", cfg.govRounds, cfg.govRoundDur, cfg.checkRate, displayName[sovereignGov])
+	// Both servers first finish what the ladder left them (an overloaded
+	// rung leaves the request log and Redis a backlog for seconds).
+	time.Sleep(2 * time.Second)
+	for _, t := range targets {
+		settle(ctx, t, m, 5*time.Millisecond, 10*time.Second)
+	}
+	for r := 0; r < cfg.govRounds; r++ {
+		order := []string{sovereign, sovereignGov}
+		if r%2 == 1 {
+			order = []string{sovereignGov, sovereign}
+		}
+		for _, name := range order {
+			t := targets[name]
+			c0, ok0 := cpuTime(cfg.pids[name])
+			r0, rok0 := cpuTime(cfg.redisPID)
+			s := runStep(ctx, t, m, cfg.checkRate, 500*time.Millisecond, cfg.govRoundDur, cfg)
+			c1, ok1 := cpuTime(cfg.pids[name])
+			r1, rok1 := cpuTime(cfg.redisPID)
+			cpuOK = cpuOK && ok0 && ok1
+			cpu[name] += c1 - c0
+			if name == sovereignGov && rok0 && rok1 {
+				redisCPU += r1 - r0
+			}
+			pooled[name] = append(pooled[name], s.lat...)
+			p99 := -1.0
+			if s.P99Ms != nil && !s.Overload {
+				p99 = *s.P99Ms
+			}
+			if name == sovereign {
+				gr.PlainP99 = append(gr.PlainP99, p99)
+			} else {
+				gr.GovP99 = append(gr.GovP99, p99)
+			}
+			log.printf("governance round %d: %s p99 %s ms", r+1, name, fmtPtr(s.P99Ms))
+			if s.Overload {
+				settle(ctx, t, m, 50*time.Millisecond, 10*time.Second)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	for name, t := range targets {
+		gr.sent[name], gr.answered[name] = t.sent.Load(), t.answered.Load()
+	}
+	point := func(lat []int64) Point {
+		slices.Sort(lat)
+		return Point{Rate: cfg.checkRate, P50: msOrNil(percentileNs(lat, 50)), P99: msOrNil(percentileNs(lat, 99))}
+	}
+	gr.PlainPool, gr.GovPool = point(pooled[sovereign]), point(pooled[sovereignGov])
+	if cpuOK && cfg.pids[sovereign] > 0 && cfg.pids[sovereignGov] > 0 {
+		gr.PlainCPU = ptr(durMs(int64(cpu[sovereign])) / float64(max(gr.sent[sovereign], 1)))
+		gr.GovCPU = ptr(durMs(int64(cpu[sovereignGov])) / float64(max(gr.sent[sovereignGov], 1)))
+	}
+	if cfg.redisPID > 0 && redisCPU > 0 {
+		gr.RedisCPU = ptr(durMs(int64(redisCPU)) / float64(max(gr.sent[sovereignGov], 1)))
+	}
+	log.printf("governance, pooled: Sovereign p50 %s p99 %s ms, %s p50 %s p99 %s ms", fmtPtr(gr.PlainPool.P50), fmtPtr(gr.PlainPool.P99),
+		displayName[sovereignGov], fmtPtr(gr.GovPool.P50), fmtPtr(gr.GovPool.P99))
+	return gr
 }
 
 // countRecords reads how many records the request log of the Sovereign
@@ -1684,6 +1804,42 @@ func writeMarkdown(w io.Writer, r *Report, cfg config) bool {
 			fmt.Fprintf(w, " %s | %s |\n", cpu, redis)
 		}
 	}
+	if gr := r.GovRounds; gr != nil {
+		list := func(xs []float64) string {
+			var out []string
+			for _, x := range xs {
+				if x < 0 {
+					out = append(out, "overload")
+				} else {
+					out = append(out, fmt.Sprintf("%.2f", x))
+				}
+			}
+			return strings.Join(out, ", ")
+		}
+		fmt.Fprintf(w, "\nPaired rounds (what the governance check reads): Sovereign and %s in turn at %d RPS, non-streamed, %d rounds of %gs each after 0.5 s of warm-up, in ABBA order; "+
+			"the p99 of each server's requests from all its rounds pooled. Per-round p99 (ms), Sovereign: %s; %s: %s.\n\n",
+			displayName[sovereignGov], gr.Rate, gr.Rounds, gr.RoundS, list(gr.PlainP99), displayName[sovereignGov], list(gr.GovP99))
+		fmt.Fprintf(w, "| pooled, %d RPS | p50 | p99 | CPU ms/req | Redis CPU ms/req |\n|---|---|---|---|---|\n", gr.Rate)
+		f3 := func(x *float64) string {
+			if x == nil {
+				return "-"
+			}
+			return fmt.Sprintf("%.3f", *x)
+		}
+		fmt.Fprintf(w, "| Sovereign | %s | %s | %s | - |\n", fmtMs(gr.PlainPool.P50), fmtMs(gr.PlainPool.P99), f3(gr.PlainCPU))
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", displayName[sovereignGov], fmtMs(gr.GovPool.P50), fmtMs(gr.GovPool.P99), f3(gr.GovCPU), f3(gr.RedisCPU))
+		d := func(a, b *float64) string {
+			if a == nil || b == nil {
+				return "overload"
+			}
+			return fmt.Sprintf("%+.2f", *a-*b)
+		}
+		dcpu := "-"
+		if gr.GovCPU != nil && gr.PlainCPU != nil {
+			dcpu = fmt.Sprintf("%+.3f", *gr.GovCPU-*gr.PlainCPU)
+		}
+		fmt.Fprintf(w, "| governance cost | %s | %s | %s | %s |\n", d(gr.GovPool.P50, gr.PlainPool.P50), d(gr.GovPool.P99, gr.PlainPool.P99), dcpu, f3(gr.RedisCPU))
+	}
 
 	// Checks.
 	r.Checks = nil
@@ -1750,6 +1906,11 @@ func writeMarkdown(w io.Writer, r *Report, cfg config) bool {
 		}
 		if s != nil {
 			ss, sok = findStep(s.Rates, cfg.checkRate)
+		}
+		if gr := r.GovRounds; gr != nil {
+			name = fmt.Sprintf("Governance cost: %s p99 − Sovereign p99 at %d RPS, non-streamed, %d paired rounds of %gs pooled", displayName[sovereignGov], gr.Rate, gr.Rounds, gr.RoundS)
+			gok, sok = gr.GovPool.P99 != nil, gr.PlainPool.P99 != nil
+			gs, ss = Step{P99Ms: gr.GovPool.P99}, Step{P99Ms: gr.PlainPool.P99}
 		}
 		switch {
 		case !gok:
