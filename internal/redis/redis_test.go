@@ -30,18 +30,27 @@ func TestLimitsBackend(t *testing.T) {
 	limitstest.Run(t, l)
 }
 
-// TestServiceOnRedis runs admissions through Redis, where the checks run
-// concurrently: a refusal by one rule gives back what the others took.
-func TestServiceOnRedis(t *testing.T) {
-	ctx := context.Background()
-	l, err := redis.Open(ctx, limitstest.RequireRedis(t))
+// openLimits connects to the test Redis (closed when the test ends) and
+// returns a random suffix for the test's keys.
+func openLimits(t *testing.T) (*redis.Limits, string) {
+	t.Helper()
+	l, err := redis.Open(context.Background(), limitstest.RequireRedis(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	t.Cleanup(func() { l.Close() })
 	var b [6]byte
 	rand.Read(b[:])
-	team, key := "team_"+hex.EncodeToString(b[:]), "key_"+hex.EncodeToString(b[:])
+	return l, hex.EncodeToString(b[:])
+}
+
+// TestServiceOnRedis runs admissions through Redis, where every check of
+// a request goes in one batch: a refusal by one rule gives back what the
+// others took.
+func TestServiceOnRedis(t *testing.T) {
+	ctx := context.Background()
+	l, id := openLimits(t)
+	team, key := "team_"+id, "key_"+id
 	s, err := limits.New(ctx, limits.Config{Backend: l, Rules: []limits.Rule{
 		{Scope: limits.ScopeKey, Subject: key, RequestsPerMinute: 10, ConcurrentRequests: 5, TokensPerDay: 1000},
 		{Scope: limits.ScopeTeam, Subject: team, RequestsPerMinute: 2, TokensPerMinute: 500},
@@ -150,7 +159,7 @@ func (c *countedErrors) LimitsBackendError(mode string) {
 func (c *countedErrors) LimitsUnsettled(int64) {}
 func (c *countedErrors) LimitsRefused(string)  {}
 
-// TestBatch runs budget and lease operations in one pipeline, also after
+// TestBatch runs budget and lease operations in one batch, also after
 // the server forgot its scripts (as after a restart).
 func TestBatch(t *testing.T) {
 	ctx := context.Background()
@@ -177,14 +186,8 @@ func TestBatch(t *testing.T) {
 // the other path, since both keep the same state under the same key.
 func TestBatchGCRAIsRedisRate(t *testing.T) {
 	ctx := context.Background()
-	l, err := redis.Open(ctx, limitstest.RequireRedis(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	var b [6]byte
-	rand.Read(b[:])
-	viaBatch, viaLib := "gcra:batch:"+hex.EncodeToString(b[:]), "gcra:lib:"+hex.EncodeToString(b[:])
+	l, id := openLimits(t)
+	viaBatch, viaLib := "gcra:batch:"+id, "gcra:lib:"+id
 	// An hour's period: the few milliseconds between the two paths' calls
 	// refill a 10-per-hour bucket by a millionth of a unit, so the counts
 	// agree exactly; times agree to a second.
