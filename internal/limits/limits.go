@@ -175,6 +175,9 @@ type Batcher interface {
 type Deferrer interface {
 	Batcher
 	Defer(ops []*Op, done func())
+	// Sync returns once every settlement deferred before it was called
+	// has reached the backend; it reports whether any had not.
+	Sync(ctx context.Context) bool
 }
 
 // runOps runs ops on b: batched when it can, one by one otherwise.
@@ -580,61 +583,72 @@ func (s *Service) Admit(ctx context.Context, req Request) (*Ticket, Status, erro
 		}
 	}
 	leaseID := req.ID
-	ops := make([]*Op, len(checks))
-	for i, c := range checks {
-		switch c.dimension {
-		case ConcurrentRequests:
-			ops[i] = &Op{Lease: true, Key: c.key, ID: leaseID, Max: c.limit, TTL: s.cfg.Lease}
-		case TokensPerDay, TokensPerMonth:
-			ops[i] = &Op{Key: c.key, Max: c.limit, N: c.n, End: c.end}
-		default:
-			ops[i] = &Op{Rate: true, Key: c.key, Max: c.limit, N: c.n, Period: time.Minute}
-		}
-	}
-	if b, ok := s.cfg.Backend.(Batcher); ok {
-		// Every check in one round trip (Redis: one script call, which
-		// also carries the settlements held back since the last one).
-		b.Batch(ctx, ops)
-	} else {
-		for _, op := range ops {
-			if RunOp(ctx, s.cfg.Backend, op); op.Err != nil || !op.OK {
-				break // the rest were not taken (ok false, err nil)
+	var t *Ticket
+	for retried := false; ; retried = true {
+		ops := make([]*Op, len(checks))
+		for i, c := range checks {
+			switch c.dimension {
+			case ConcurrentRequests:
+				ops[i] = &Op{Lease: true, Key: c.key, ID: leaseID, Max: c.limit, TTL: s.cfg.Lease}
+			case TokensPerDay, TokensPerMonth:
+				ops[i] = &Op{Key: c.key, Max: c.limit, N: c.n, End: c.end}
+			default:
+				ops[i] = &Op{Rate: true, Key: c.key, Max: c.limit, N: c.n, Period: time.Minute}
 			}
 		}
-	}
-	for i, c := range checks {
-		op := ops[i]
-		c.ok, c.err = op.OK, op.Err
-		switch c.dimension {
-		case ConcurrentRequests:
-			// A lease frees when a request ends; a second is an honest
-			// guess for a client to come back.
-			c.retry = time.Second
-		case TokensPerDay, TokensPerMonth:
-			c.remaining, c.reset = max(c.limit-op.Value, 0), c.end.Sub(now)
-			c.retry = c.reset
-		default:
-			c.remaining, c.retry, c.reset = op.Value, op.Retry, op.Reset
-		}
-	}
-	t := &Ticket{s: s, reserved: req.Tokens, leaseID: leaseID}
-	var failed, refused *check
-	for _, c := range checks {
-		switch {
-		case c.err != nil:
-			if failed == nil {
-				failed = c
+		if b, ok := s.cfg.Backend.(Batcher); ok {
+			// Every check in one round trip (Redis: one script call, which
+			// also carries the settlements held back since the last one).
+			b.Batch(ctx, ops)
+		} else {
+			for _, op := range ops {
+				if RunOp(ctx, s.cfg.Backend, op); op.Err != nil || !op.OK {
+					break // the rest were not taken (ok false, err nil)
+				}
 			}
-		case c.ok:
-			t.took(c)
-		case refused == nil && (c.retry > 0 || c.dimension == ConcurrentRequests):
-			refused = c
 		}
-	}
-	if failed != nil || refused != nil {
+		for i, c := range checks {
+			op := ops[i]
+			c.ok, c.err = op.OK, op.Err
+			switch c.dimension {
+			case ConcurrentRequests:
+				// A lease frees when a request ends; a second is an honest
+				// guess for a client to come back.
+				c.retry = time.Second
+			case TokensPerDay, TokensPerMonth:
+				c.remaining, c.reset = max(c.limit-op.Value, 0), c.end.Sub(now)
+				c.retry = c.reset
+			default:
+				c.remaining, c.retry, c.reset = op.Value, op.Retry, op.Reset
+			}
+		}
+		t = &Ticket{s: s, reserved: req.Tokens, leaseID: leaseID}
+		var failed, refused *check
+		for _, c := range checks {
+			switch {
+			case c.err != nil:
+				if failed == nil {
+					failed = c
+				}
+			case c.ok:
+				t.took(c)
+			case refused == nil && (c.retry > 0 || c.dimension == ConcurrentRequests):
+				refused = c
+			}
+		}
+		if failed == nil && refused == nil {
+			break
+		}
 		t.undo(ctx)
 		if failed != nil {
 			return s.backendFailed(failed.err, st)
+		}
+		// A refusal may come from this replica's own settlements not yet
+		// in the backend: the lease a client's previous request released,
+		// still held back or on its way in another request's call. Once
+		// they have landed, one more try.
+		if d, ok := s.cfg.Backend.(Deferrer); ok && !retried && d.Sync(ctx) {
+			continue
 		}
 		return refuse(refused)
 	}

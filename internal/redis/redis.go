@@ -33,10 +33,13 @@ type Limits struct {
 	held     []*limits.Op
 	dones    []func()
 	deferred int
+	// inflight are the calls carrying settlements now (Sync waits for
+	// them).
+	inflight map[*carried]struct{}
 	// kick wakes the sweeper, which sends what no admission has carried
 	// off every deferWindow while settlements come, and sleeps when none
-	// do; stop ends it.
-	kick, stop chan struct{}
+	// do; stop ends it, and it closes swept when it has.
+	kick, stop, swept chan struct{}
 }
 
 // Settlements wait at most about deferWindow for an admission to carry
@@ -74,7 +77,8 @@ func Open(ctx context.Context, url string) (*Limits, error) {
 		rdb.Close()
 		return nil, fmt.Errorf("redis: loading scripts: %w", err)
 	}
-	l := &Limits{rdb: rdb, gcra: redis_rate.NewLimiter(rdb), kick: make(chan struct{}, 1), stop: make(chan struct{})}
+	l := &Limits{rdb: rdb, gcra: redis_rate.NewLimiter(rdb), kick: make(chan struct{}, 1),
+		stop: make(chan struct{}), swept: make(chan struct{})}
 	go l.sweep()
 	return l, nil
 }
@@ -82,6 +86,7 @@ func Open(ctx context.Context, url string) (*Limits, error) {
 // Close sends the settlements held back, then closes the connections.
 func (l *Limits) Close() error {
 	close(l.stop)
+	<-l.swept // not in the middle of sending some
 	l.flush(context.Background())
 	return l.rdb.Close()
 }
@@ -89,6 +94,7 @@ func (l *Limits) Close() error {
 // sweep sends the settlements no admission carried off, every deferWindow
 // for as long as settlements come.
 func (l *Limits) sweep() {
+	defer close(l.swept)
 	for {
 		select {
 		case <-l.stop:
@@ -131,23 +137,68 @@ func (l *Limits) Defer(ops []*limits.Op, done func()) {
 	}
 }
 
-// take hands over the settlements held back.
-func (l *Limits) take() ([]*limits.Op, []func()) {
+// carried are the settlements one call took from the held ones; landed
+// closes once the call has returned.
+type carried struct {
+	ops    []*limits.Op
+	dones  []func()
+	landed chan struct{}
+}
+
+// take hands over the settlements held back (nil: none), as in flight.
+func (l *Limits) take() *carried {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	ops, dones := l.held, l.dones
+	if len(l.held) == 0 {
+		return nil
+	}
+	c := &carried{ops: l.held, dones: l.dones, landed: make(chan struct{})}
 	l.held, l.dones = nil, nil
-	return ops, dones
+	if l.inflight == nil {
+		l.inflight = map[*carried]struct{}{}
+	}
+	l.inflight[c] = struct{}{}
+	return c
+}
+
+// land ends c's flight.
+func (l *Limits) land(c *carried) {
+	for _, f := range c.dones {
+		f()
+	}
+	l.mu.Lock()
+	delete(l.inflight, c)
+	l.mu.Unlock()
+	close(c.landed)
 }
 
 // flush sends the settlements held back, if any, by themselves.
 func (l *Limits) flush(ctx context.Context) {
-	if ops, dones := l.take(); len(ops) > 0 {
-		l.run(ctx, ops)
-		for _, f := range dones {
-			f()
+	if c := l.take(); c != nil {
+		l.run(ctx, c.ops)
+		l.land(c)
+	}
+}
+
+// Sync implements limits.Deferrer: it sends what is held and waits for
+// the calls already carrying settlements.
+func (l *Limits) Sync(ctx context.Context) bool {
+	l.mu.Lock()
+	var flying []chan struct{}
+	for c := range l.inflight {
+		flying = append(flying, c.landed)
+	}
+	pending := len(flying) > 0 || len(l.held) > 0
+	l.mu.Unlock()
+	l.flush(context.WithoutCancel(ctx))
+	for _, landed := range flying {
+		select {
+		case <-landed:
+		case <-ctx.Done():
+			return pending
 		}
 	}
+	return pending
 }
 
 // Ping checks the server answers.
@@ -401,15 +452,13 @@ return out
 // settlement is not the admitting request's to cancel, so then the call
 // ignores ctx's cancellation (the client's timeouts still bound it).
 func (l *Limits) Batch(ctx context.Context, ops []*limits.Op) {
-	held, dones := l.take()
-	if len(held) == 0 {
+	c := l.take()
+	if c == nil {
 		l.run(ctx, ops)
 		return
 	}
-	l.run(context.WithoutCancel(ctx), append(held, ops...))
-	for _, f := range dones {
-		f()
-	}
+	l.run(context.WithoutCancel(ctx), append(c.ops, ops...))
+	l.land(c)
 }
 
 // run runs ops in one call of batchScript.

@@ -9,6 +9,7 @@ import (
 	"net"
 	"os/exec"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -305,5 +306,63 @@ func TestDeferredSettlement(t *testing.T) {
 	defer l2.Close()
 	if n, err := l2.Held(ctx, lease); err != nil || n != 0 {
 		t.Fatalf("after Close: held %d %v", n, err)
+	}
+}
+
+// TestConcurrentAdmitSettle admits and settles from many goroutines at
+// once, so that settlements ride on other requests' admissions: at the end
+// every lease is released and every request and token is counted once.
+func TestConcurrentAdmitSettle(t *testing.T) {
+	ctx := context.Background()
+	l, id := openLimits(t)
+	const workers, each, reserve, used = 8, 40, 50, 20
+	rule := limits.Rule{Scope: limits.ScopeTeam, Subject: "team_" + id, RequestsPerMinute: 1000,
+		TokensPerMinute: 100000, ConcurrentRequests: workers, TokensPerDay: 10000000}
+	s, err := limits.New(ctx, limits.Config{Backend: l, Rules: []limits.Rule{rule}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				tk, _, err := s.Admit(ctx, limits.Request{ID: fmt.Sprint(w, "-", i), KeyID: "key_" + id, TeamID: rule.Subject, Tokens: reserve})
+				if err != nil {
+					errs <- err
+					return
+				}
+				tk.Settle(ctx, used)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("admission refused with %d concurrent workers under a limit of %d: %v", workers, workers, err)
+	}
+	ws, err := s.Limits(ctx, "key_"+id, rule.Subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, w := range ws {
+		got[w.Dimension] = w.Remaining
+	}
+	n := int64(workers * each)
+	want := map[string]int64{limits.RequestsPerMinute: rule.RequestsPerMinute - n, limits.ConcurrentRequests: workers,
+		limits.TokensPerDay: rule.TokensPerDay - n*used}
+	for d, v := range want {
+		// Per-minute buckets refill while the test runs (a request every
+		// 60 ms, 1,667 tokens a second): a few more than counted.
+		if got[d] < v || (d != limits.ConcurrentRequests && got[d] > v+50) || (d == limits.ConcurrentRequests && got[d] != v) {
+			t.Errorf("%s remaining %d, want %d", d, got[d], v)
+		}
+	}
+	if tpm := got[limits.TokensPerMinute]; tpm < rule.TokensPerMinute-n*used || tpm > rule.TokensPerMinute-n*used+50*reserve {
+		t.Errorf("tokens_per_minute remaining %d, want about %d (every reservation settled to %d)", tpm, rule.TokensPerMinute-n*used, used)
 	}
 }
