@@ -326,10 +326,23 @@ type Service struct {
 }
 
 type ruleSet struct {
-	byKey   map[string]Rule // scope + "\x00" + subject
+	byKey   map[string]*governed // scope + "\x00" + subject
 	loaded  time.Time
 	list    []Rule
 	anyRule bool
+}
+
+// governed is a rule in force with the keys of its state, built once per
+// load rather than on every request.
+type governed struct {
+	Rule
+	lease, rpm, tpm string
+}
+
+func newGoverned(r Rule) *governed {
+	base := r.Scope + ":" + r.Subject
+	return &governed{Rule: r, lease: leaseBase + base,
+		rpm: rateBase + base + ":" + RequestsPerMinute, tpm: rateBase + base + ":" + TokensPerMinute}
 }
 
 func ruleKey(scope, subject string) string { return scope + "\x00" + subject }
@@ -377,10 +390,10 @@ func (s *Service) Close() { s.loop.Stop() }
 func (s *Service) Reload(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rs := &ruleSet{byKey: map[string]Rule{}, loaded: s.cfg.Now()}
+	rs := &ruleSet{byKey: map[string]*governed{}, loaded: s.cfg.Now()}
 	for _, r := range s.cfg.Rules {
 		r.Source, r.Object = "config", "limit_rule"
-		rs.byKey[ruleKey(r.Scope, r.Subject)] = r
+		rs.byKey[ruleKey(r.Scope, r.Subject)] = newGoverned(r)
 	}
 	if s.cfg.Store != nil {
 		stored, err := s.cfg.Store.ListLimitRules(ctx)
@@ -389,11 +402,11 @@ func (s *Service) Reload(ctx context.Context) error {
 		}
 		for _, r := range stored {
 			r.Source, r.Object = "api", "limit_rule"
-			rs.byKey[ruleKey(r.Scope, r.Subject)] = r
+			rs.byKey[ruleKey(r.Scope, r.Subject)] = newGoverned(r)
 		}
 	}
-	for _, r := range rs.byKey {
-		rs.list = append(rs.list, r)
+	for _, g := range rs.byKey {
+		rs.list = append(rs.list, g.Rule)
 	}
 	sort.Slice(rs.list, func(i, j int) bool {
 		if rs.list[i].Scope != rs.list[j].Scope {
@@ -411,8 +424,11 @@ func (s *Service) Rules() []Rule { return append([]Rule(nil), s.rules.Load().lis
 
 // Rule returns the rule in force for scope and subject.
 func (s *Service) Rule(scope, subject string) (Rule, bool) {
-	r, ok := s.rules.Load().byKey[ruleKey(scope, subject)]
-	return r, ok
+	g, ok := s.rules.Load().byKey[ruleKey(scope, subject)]
+	if !ok {
+		return Rule{}, false
+	}
+	return g.Rule, true
 }
 
 // Put stores a rule through the API and applies it here at once (other
@@ -446,23 +462,24 @@ func (s *Service) Delete(ctx context.Context, scope, subject string) error {
 
 // applicable returns the rules that govern req: its key's, its team's and
 // its model's.
-func (rs *ruleSet) applicable(keyID, teamID, model string) []Rule {
+func (rs *ruleSet) applicable(keyID, teamID, model string) (out [3]*governed, n int) {
 	if !rs.anyRule {
-		return nil
+		return out, 0
 	}
-	var out []Rule
 	for _, k := range [...]string{ruleKey(ScopeKey, keyID), ruleKey(ScopeTeam, teamID), ruleKey(ScopeModel, model)} {
-		if r, ok := rs.byKey[k]; ok && k[len(k)-1] != 0 {
-			out = append(out, r)
+		if g, ok := rs.byKey[k]; ok && k[len(k)-1] != 0 {
+			out[n] = g
+			n++
 		}
 	}
-	return out
+	return out, n
 }
 
 // Governed reports whether any rule applies to a request of this key,
 // team and model (cheap: no backend call).
 func (s *Service) Governed(keyID, teamID, model string) bool {
-	return len(s.rules.Load().applicable(keyID, teamID, model)) > 0
+	_, n := s.rules.Load().applicable(keyID, teamID, model)
+	return n > 0
 }
 
 // Ticket is an admitted request's reservation, settled once it ends.
@@ -512,7 +529,7 @@ func quotaKey(r Rule, dimension string, now time.Time) (string, time.Time) {
 
 // check is one limit an admission takes from.
 type check struct {
-	rule      Rule
+	rule      *governed
 	dimension string
 	limit     int64
 	key       string
@@ -534,28 +551,33 @@ type check struct {
 // With a backend on the network (Redis) every check goes in one batch, so
 // an admission costs one round trip however many rules apply.
 func (s *Service) Admit(ctx context.Context, req Request) (*Ticket, Status, error) {
-	rules := s.rules.Load().applicable(req.KeyID, req.TeamID, req.Model)
-	if len(rules) == 0 {
+	rules, nrules := s.rules.Load().applicable(req.KeyID, req.TeamID, req.Model)
+	if nrules == 0 {
 		return nil, Status{}, nil
 	}
 	now := s.cfg.Now()
-	var checks []*check
-	for _, r := range rules {
+	// One allocation for every check (a request on the hot path).
+	all := make([]check, 0, 5*nrules)
+	for _, r := range rules[:nrules] {
 		if r.ConcurrentRequests > 0 {
-			checks = append(checks, &check{rule: r, dimension: ConcurrentRequests, limit: r.ConcurrentRequests, key: leaseBase + r.Scope + ":" + r.Subject, n: 1})
+			all = append(all, check{rule: r, dimension: ConcurrentRequests, limit: r.ConcurrentRequests, key: r.lease, n: 1})
 		}
 		for _, q := range [...]dim{{TokensPerDay, r.TokensPerDay}, {TokensPerMonth, r.TokensPerMonth}} {
 			if q.v > 0 {
-				key, end := quotaKey(r, q.name, now)
-				checks = append(checks, &check{rule: r, dimension: q.name, limit: q.v, key: key, n: max(req.Tokens, 0), end: end})
+				key, end := quotaKey(r.Rule, q.name, now)
+				all = append(all, check{rule: r, dimension: q.name, limit: q.v, key: key, n: max(req.Tokens, 0), end: end})
 			}
 		}
 		if r.RequestsPerMinute > 0 {
-			checks = append(checks, &check{rule: r, dimension: RequestsPerMinute, limit: r.RequestsPerMinute, key: rateBase + r.Scope + ":" + r.Subject + ":" + RequestsPerMinute, n: 1})
+			all = append(all, check{rule: r, dimension: RequestsPerMinute, limit: r.RequestsPerMinute, key: r.rpm, n: 1})
 		}
 		if r.TokensPerMinute > 0 {
-			checks = append(checks, &check{rule: r, dimension: TokensPerMinute, limit: r.TokensPerMinute, key: rateBase + r.Scope + ":" + r.Subject + ":" + TokensPerMinute, n: max(req.Tokens, 0)})
+			all = append(all, check{rule: r, dimension: TokensPerMinute, limit: r.TokensPerMinute, key: r.tpm, n: max(req.Tokens, 0)})
 		}
+	}
+	checks := make([]*check, len(all))
+	for i := range all {
+		checks[i] = &all[i]
 	}
 	var st Status
 	refuse := func(c *check) (*Ticket, Status, error) {
@@ -585,16 +607,17 @@ func (s *Service) Admit(ctx context.Context, req Request) (*Ticket, Status, erro
 	leaseID := req.ID
 	var t *Ticket
 	for retried := false; ; retried = true {
-		ops := make([]*Op, len(checks))
+		opv, ops := make([]Op, len(checks)), make([]*Op, len(checks))
 		for i, c := range checks {
 			switch c.dimension {
 			case ConcurrentRequests:
-				ops[i] = &Op{Lease: true, Key: c.key, ID: leaseID, Max: c.limit, TTL: s.cfg.Lease}
+				opv[i] = Op{Lease: true, Key: c.key, ID: leaseID, Max: c.limit, TTL: s.cfg.Lease}
 			case TokensPerDay, TokensPerMonth:
-				ops[i] = &Op{Key: c.key, Max: c.limit, N: c.n, End: c.end}
+				opv[i] = Op{Key: c.key, Max: c.limit, N: c.n, End: c.end}
 			default:
-				ops[i] = &Op{Rate: true, Key: c.key, Max: c.limit, N: c.n, Period: time.Minute}
+				opv[i] = Op{Rate: true, Key: c.key, Max: c.limit, N: c.n, Period: time.Minute}
 			}
+			ops[i] = &opv[i]
 		}
 		if b, ok := s.cfg.Backend.(Batcher); ok {
 			// Every check in one round trip (Redis: one script call, which
@@ -652,23 +675,32 @@ func (s *Service) Admit(ctx context.Context, req Request) (*Ticket, Status, erro
 		}
 		return refuse(refused)
 	}
+	// The most restrictive window of each kind for the headers (built
+	// once chosen: a request on the hot path).
+	var rq, tok *check
 	for _, c := range checks {
-		w := &Window{Scope: c.rule.Scope, Subject: c.rule.Subject, Dimension: c.dimension, Limit: c.limit, Remaining: c.remaining, Reset: c.reset}
 		switch c.dimension {
 		case RequestsPerMinute:
-			if st.Requests == nil || w.Remaining < st.Requests.Remaining {
-				st.Requests = w
+			if rq == nil || c.remaining < rq.remaining {
+				rq = c
 			}
 		case TokensPerMinute:
-			if st.Tokens == nil || st.Tokens.Dimension != TokensPerMinute || w.Remaining < st.Tokens.Remaining {
-				st.Tokens = w
+			if tok == nil || tok.dimension != TokensPerMinute || c.remaining < tok.remaining {
+				tok = c
 			}
 		case TokensPerDay, TokensPerMonth:
-			if st.Tokens == nil || (st.Tokens.Dimension != TokensPerMinute && w.Remaining < st.Tokens.Remaining) {
-				st.Tokens = w
+			if tok == nil || (tok.dimension != TokensPerMinute && c.remaining < tok.remaining) {
+				tok = c
 			}
 		}
 	}
+	window := func(c *check) *Window {
+		if c == nil {
+			return nil
+		}
+		return &Window{Scope: c.rule.Scope, Subject: c.rule.Subject, Dimension: c.dimension, Limit: c.limit, Remaining: c.remaining, Reset: c.reset}
+	}
+	st.Requests, st.Tokens = window(rq), window(tok)
 	return t, st, nil
 }
 
