@@ -155,16 +155,28 @@ func (i *requestInfo) settle(ctx context.Context) {
 // rateHeaders sets OpenAI's x-ratelimit headers from the most restrictive
 // request and token windows.
 func rateHeaders(h http.Header, st limits.Status) {
-	for _, w := range []struct {
-		kind string
-		win  *limits.Window
-	}{{"requests", st.Requests}, {"tokens", st.Tokens}} {
+	// The names in canonical form and the values in one slice: six
+	// headers on every governed answer, set without building a name or a
+	// slice each.
+	var vals []string
+	for _, w := range [...]struct {
+		names [3]string
+		win   *limits.Window
+	}{
+		{[3]string{"X-Ratelimit-Limit-Requests", "X-Ratelimit-Remaining-Requests", "X-Ratelimit-Reset-Requests"}, st.Requests},
+		{[3]string{"X-Ratelimit-Limit-Tokens", "X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Tokens"}, st.Tokens},
+	} {
 		if w.win == nil {
 			continue
 		}
-		h.Set("X-Ratelimit-Limit-"+w.kind, strconv.FormatInt(w.win.Limit, 10))
-		h.Set("X-Ratelimit-Remaining-"+w.kind, strconv.FormatInt(w.win.Remaining, 10))
-		h.Set("X-Ratelimit-Reset-"+w.kind, resetString(w.win.Reset))
+		if vals == nil {
+			vals = make([]string, 0, 6)
+		}
+		n := len(vals)
+		vals = append(vals, strconv.FormatInt(w.win.Limit, 10), strconv.FormatInt(w.win.Remaining, 10), resetString(w.win.Reset))
+		for i, name := range w.names {
+			h[name] = vals[n+i : n+i+1 : n+i+1]
+		}
 	}
 }
 

@@ -326,7 +326,7 @@ type Service struct {
 }
 
 type ruleSet struct {
-	byKey   map[string]*governed // scope + "\x00" + subject
+	byKey   map[ruleID]*governed
 	loaded  time.Time
 	list    []Rule
 	anyRule bool
@@ -345,7 +345,9 @@ func newGoverned(r Rule) *governed {
 		rpm: rateBase + base + ":" + RequestsPerMinute, tpm: rateBase + base + ":" + TokensPerMinute}
 }
 
-func ruleKey(scope, subject string) string { return scope + "\x00" + subject }
+// ruleID names a rule: a struct, so that looking one up builds no string
+// (three lookups on every request).
+type ruleID struct{ scope, subject string }
 
 // New returns a service with the configuration's rules loaded and, with a
 // store, the stored ones, refreshed in the background until Close.
@@ -390,10 +392,10 @@ func (s *Service) Close() { s.loop.Stop() }
 func (s *Service) Reload(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rs := &ruleSet{byKey: map[string]*governed{}, loaded: s.cfg.Now()}
+	rs := &ruleSet{byKey: map[ruleID]*governed{}, loaded: s.cfg.Now()}
 	for _, r := range s.cfg.Rules {
 		r.Source, r.Object = "config", "limit_rule"
-		rs.byKey[ruleKey(r.Scope, r.Subject)] = newGoverned(r)
+		rs.byKey[ruleID{r.Scope, r.Subject}] = newGoverned(r)
 	}
 	if s.cfg.Store != nil {
 		stored, err := s.cfg.Store.ListLimitRules(ctx)
@@ -402,7 +404,7 @@ func (s *Service) Reload(ctx context.Context) error {
 		}
 		for _, r := range stored {
 			r.Source, r.Object = "api", "limit_rule"
-			rs.byKey[ruleKey(r.Scope, r.Subject)] = newGoverned(r)
+			rs.byKey[ruleID{r.Scope, r.Subject}] = newGoverned(r)
 		}
 	}
 	for _, g := range rs.byKey {
@@ -424,7 +426,7 @@ func (s *Service) Rules() []Rule { return append([]Rule(nil), s.rules.Load().lis
 
 // Rule returns the rule in force for scope and subject.
 func (s *Service) Rule(scope, subject string) (Rule, bool) {
-	g, ok := s.rules.Load().byKey[ruleKey(scope, subject)]
+	g, ok := s.rules.Load().byKey[ruleID{scope, subject}]
 	if !ok {
 		return Rule{}, false
 	}
@@ -466,8 +468,8 @@ func (rs *ruleSet) applicable(keyID, teamID, model string) (out [3]*governed, n 
 	if !rs.anyRule {
 		return out, 0
 	}
-	for _, k := range [...]string{ruleKey(ScopeKey, keyID), ruleKey(ScopeTeam, teamID), ruleKey(ScopeModel, model)} {
-		if g, ok := rs.byKey[k]; ok && k[len(k)-1] != 0 {
+	for _, k := range [...]ruleID{{ScopeKey, keyID}, {ScopeTeam, teamID}, {ScopeModel, model}} {
+		if g, ok := rs.byKey[k]; ok && k.subject != "" {
 			out[n] = g
 			n++
 		}
@@ -486,22 +488,20 @@ func (s *Service) Governed(keyID, teamID, model string) bool {
 type Ticket struct {
 	s        *Service
 	reserved int64
-	// taken lists what was taken, to refund or settle.
-	rates   []taken
-	quotas  []taken
-	leases  []string
+	// taken lists what was taken, to settle.
+	taken   []taken
 	leaseID string
 	settled atomic.Bool
 }
 
+// taken is one thing an admission took: from a per-minute bucket, a
+// budget or a set of leases (by dimension).
 type taken struct {
-	key    string
-	limit  int64
-	period time.Duration
-	n      int64
-	end    time.Time
-	// tokens marks a tokens-per-minute bucket, settled to the real usage.
-	tokens bool
+	dimension string
+	key       string
+	limit     int64
+	n         int64
+	end       time.Time // budgets: when the window ends
 }
 
 const (
@@ -535,12 +535,45 @@ type check struct {
 	key       string
 	n         int64
 	end       time.Time // budgets: when the window ends
+	// op is what the backend is asked, and its answer.
+	op Op
 	// results
-	ok        bool
-	err       error
 	remaining int64
 	retry     time.Duration
 	reset     time.Duration
+}
+
+// request is what the backend is asked for c.
+func (c *check) request(leaseID string, lease time.Duration) Op {
+	switch c.dimension {
+	case ConcurrentRequests:
+		return Op{Lease: true, Key: c.key, ID: leaseID, Max: c.limit, TTL: lease}
+	case TokensPerDay, TokensPerMonth:
+		return Op{Key: c.key, Max: c.limit, N: c.n, End: c.end}
+	default:
+		return Op{Rate: true, Key: c.key, Max: c.limit, N: c.n, Period: time.Minute}
+	}
+}
+
+// scratch is an admission's or a settlement's working memory, reused
+// through a pool: both run on every governed request, and what they would
+// allocate is garbage as soon as the backend has answered (the garbage
+// collector's share of the tail latency is measured in bench/gateway).
+type scratch struct {
+	checks []check
+	opv    []Op
+	ops    []*Op
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// release clears what sc refers to and returns it to the pool.
+func (sc *scratch) release() {
+	clear(sc.checks)
+	clear(sc.opv)
+	clear(sc.ops)
+	sc.checks, sc.opv, sc.ops = sc.checks[:0], sc.opv[:0], sc.ops[:0]
+	scratchPool.Put(sc)
 }
 
 // Admit checks every rule that applies to req and takes what the request
@@ -556,29 +589,27 @@ func (s *Service) Admit(ctx context.Context, req Request) (*Ticket, Status, erro
 		return nil, Status{}, nil
 	}
 	now := s.cfg.Now()
-	// One allocation for every check (a request on the hot path).
-	all := make([]check, 0, 5*nrules)
+	sc := scratchPool.Get().(*scratch)
+	defer sc.release()
+	checks := sc.checks[:0]
 	for _, r := range rules[:nrules] {
 		if r.ConcurrentRequests > 0 {
-			all = append(all, check{rule: r, dimension: ConcurrentRequests, limit: r.ConcurrentRequests, key: r.lease, n: 1})
+			checks = append(checks, check{rule: r, dimension: ConcurrentRequests, limit: r.ConcurrentRequests, key: r.lease, n: 1})
 		}
 		for _, q := range [...]dim{{TokensPerDay, r.TokensPerDay}, {TokensPerMonth, r.TokensPerMonth}} {
 			if q.v > 0 {
 				key, end := quotaKey(r.Rule, q.name, now)
-				all = append(all, check{rule: r, dimension: q.name, limit: q.v, key: key, n: max(req.Tokens, 0), end: end})
+				checks = append(checks, check{rule: r, dimension: q.name, limit: q.v, key: key, n: max(req.Tokens, 0), end: end})
 			}
 		}
 		if r.RequestsPerMinute > 0 {
-			all = append(all, check{rule: r, dimension: RequestsPerMinute, limit: r.RequestsPerMinute, key: r.rpm, n: 1})
+			checks = append(checks, check{rule: r, dimension: RequestsPerMinute, limit: r.RequestsPerMinute, key: r.rpm, n: 1})
 		}
 		if r.TokensPerMinute > 0 {
-			all = append(all, check{rule: r, dimension: TokensPerMinute, limit: r.TokensPerMinute, key: r.tpm, n: max(req.Tokens, 0)})
+			checks = append(checks, check{rule: r, dimension: TokensPerMinute, limit: r.TokensPerMinute, key: r.tpm, n: max(req.Tokens, 0)})
 		}
 	}
-	checks := make([]*check, len(all))
-	for i := range all {
-		checks[i] = &all[i]
-	}
+	sc.checks = checks
 	var st Status
 	refuse := func(c *check) (*Ticket, Status, error) {
 		if s.cfg.Metrics != nil {
@@ -597,28 +628,22 @@ func (s *Service) Admit(ctx context.Context, req Request) (*Ticket, Status, erro
 	// anything is taken, without Retry-After, and without a window in the
 	// status — nothing was read, so there is no remaining count or reset
 	// to report (a "remaining 0, reset 0s" would be false).
-	for _, c := range checks {
-		if c.n > c.limit {
+	for i := range checks {
+		if c := &checks[i]; c.n > c.limit {
 			c.retry = 0
 			_, _, err := refuse(c)
 			return nil, Status{}, err
 		}
 	}
 	leaseID := req.ID
-	var t *Ticket
 	for retried := false; ; retried = true {
-		opv, ops := make([]Op, len(checks)), make([]*Op, len(checks))
-		for i, c := range checks {
-			switch c.dimension {
-			case ConcurrentRequests:
-				opv[i] = Op{Lease: true, Key: c.key, ID: leaseID, Max: c.limit, TTL: s.cfg.Lease}
-			case TokensPerDay, TokensPerMonth:
-				opv[i] = Op{Key: c.key, Max: c.limit, N: c.n, End: c.end}
-			default:
-				opv[i] = Op{Rate: true, Key: c.key, Max: c.limit, N: c.n, Period: time.Minute}
-			}
-			ops[i] = &opv[i]
+		ops := sc.ops[:0]
+		for i := range checks {
+			c := &checks[i]
+			c.op = c.request(leaseID, s.cfg.Lease)
+			ops = append(ops, &c.op)
 		}
+		sc.ops = ops
 		if b, ok := s.cfg.Backend.(Batcher); ok {
 			// Every check in one round trip (Redis: one script call, which
 			// also carries the settlements held back since the last one).
@@ -630,31 +655,26 @@ func (s *Service) Admit(ctx context.Context, req Request) (*Ticket, Status, erro
 				}
 			}
 		}
-		for i, c := range checks {
-			op := ops[i]
-			c.ok, c.err = op.OK, op.Err
+		var failed, refused *check
+		for i := range checks {
+			c := &checks[i]
 			switch c.dimension {
 			case ConcurrentRequests:
 				// A lease frees when a request ends; a second is an honest
 				// guess for a client to come back.
 				c.retry = time.Second
 			case TokensPerDay, TokensPerMonth:
-				c.remaining, c.reset = max(c.limit-op.Value, 0), c.end.Sub(now)
+				c.remaining, c.reset = max(c.limit-c.op.Value, 0), c.end.Sub(now)
 				c.retry = c.reset
 			default:
-				c.remaining, c.retry, c.reset = op.Value, op.Retry, op.Reset
+				c.remaining, c.retry, c.reset = c.op.Value, c.op.Retry, c.op.Reset
 			}
-		}
-		t = &Ticket{s: s, reserved: req.Tokens, leaseID: leaseID}
-		var failed, refused *check
-		for _, c := range checks {
 			switch {
-			case c.err != nil:
+			case c.op.Err != nil:
 				if failed == nil {
 					failed = c
 				}
-			case c.ok:
-				t.took(c)
+			case c.op.OK:
 			case refused == nil && (c.retry > 0 || c.dimension == ConcurrentRequests):
 				refused = c
 			}
@@ -662,9 +682,9 @@ func (s *Service) Admit(ctx context.Context, req Request) (*Ticket, Status, erro
 		if failed == nil && refused == nil {
 			break
 		}
-		t.undo(ctx)
+		s.undo(ctx, checks, leaseID)
 		if failed != nil {
-			return s.backendFailed(failed.err, st)
+			return s.backendFailed(failed.op.Err, st)
 		}
 		// A refusal may come from this replica's own settlements not yet
 		// in the backend: the lease a client's previous request released,
@@ -675,10 +695,15 @@ func (s *Service) Admit(ctx context.Context, req Request) (*Ticket, Status, erro
 		}
 		return refuse(refused)
 	}
+	t := &Ticket{s: s, reserved: req.Tokens, leaseID: leaseID, taken: make([]taken, 0, len(checks))}
 	// The most restrictive window of each kind for the headers (built
 	// once chosen: a request on the hot path).
 	var rq, tok *check
-	for _, c := range checks {
+	for i := range checks {
+		c := &checks[i]
+		if c.op.OK {
+			t.taken = append(t.taken, taken{dimension: c.dimension, key: c.key, limit: c.limit, n: c.n, end: c.end})
+		}
 		switch c.dimension {
 		case RequestsPerMinute:
 			if rq == nil || c.remaining < rq.remaining {
@@ -704,18 +729,6 @@ func (s *Service) Admit(ctx context.Context, req Request) (*Ticket, Status, erro
 	return t, st, nil
 }
 
-// took notes what an admission took, to settle or give back.
-func (t *Ticket) took(c *check) {
-	switch c.dimension {
-	case ConcurrentRequests:
-		t.leases = append(t.leases, c.key)
-	case TokensPerDay, TokensPerMonth:
-		t.quotas = append(t.quotas, taken{key: c.key, limit: c.limit, n: c.n, end: c.end})
-	default:
-		t.rates = append(t.rates, taken{key: c.key, limit: c.limit, period: time.Minute, n: c.n, tokens: c.dimension == TokensPerMinute})
-	}
-}
-
 // backendFailed applies the fail-open or fail-closed setting.
 func (s *Service) backendFailed(err error, st Status) (*Ticket, Status, error) {
 	mode := "closed"
@@ -735,21 +748,26 @@ func (s *Service) backendFailed(err error, st Status) (*Ticket, Status, error) {
 	return nil, Status{}, &UnavailableError{Err: err}
 }
 
-// undo gives back what an admission took before it was refused.
-func (t *Ticket) undo(ctx context.Context) {
+// undo gives back what a refused admission's checks took.
+func (s *Service) undo(ctx context.Context, checks []check, leaseID string) {
 	var ops []*Op
-	for _, r := range t.rates {
-		if r.n > 0 {
-			ops = append(ops, &Op{Rate: true, Key: r.key, Max: r.limit, Period: r.period, N: -r.n})
+	for i := range checks {
+		c := &checks[i]
+		if c.op.Err != nil || !c.op.OK {
+			continue
+		}
+		switch c.dimension {
+		case ConcurrentRequests:
+			ops = append(ops, &Op{Lease: true, Release: true, Key: c.key, ID: leaseID})
+		case TokensPerDay, TokensPerMonth:
+			ops = append(ops, &Op{Key: c.key, Max: c.limit, N: -c.n, Force: true, End: c.end})
+		default:
+			if c.n > 0 {
+				ops = append(ops, &Op{Rate: true, Key: c.key, Max: c.limit, Period: time.Minute, N: -c.n})
+			}
 		}
 	}
-	for _, q := range t.quotas {
-		ops = append(ops, &Op{Key: q.key, Max: q.limit, N: -q.n, Force: true, End: q.end})
-	}
-	for _, l := range t.leases {
-		ops = append(ops, &Op{Lease: true, Release: true, Key: l, ID: t.leaseID})
-	}
-	runOps(ctx, t.s.cfg.Backend, ops)
+	runOps(ctx, s.cfg.Backend, ops)
 }
 
 // Reserved is the tokens the request reserved.
@@ -767,37 +785,44 @@ func (t *Ticket) Settle(ctx context.Context, used int64) {
 	b := t.s.cfg.Backend
 	delta := used - t.reserved
 	// One batch: per-minute token refunds or charges, budgets, leases.
-	var ops, charges []*Op
-	if delta != 0 {
-		for _, r := range t.rates {
-			if r.tokens {
-				op := &Op{Rate: true, Key: r.key, Max: r.limit, Period: r.period, N: delta, Force: delta > 0}
-				ops = append(ops, op)
-				if delta > 0 {
-					charges = append(charges, op)
-				}
+	sc := scratchPool.Get().(*scratch)
+	opv := sc.opv[:0]
+	for _, tk := range t.taken {
+		switch tk.dimension {
+		case TokensPerMinute:
+			if delta != 0 {
+				opv = append(opv, Op{Rate: true, Key: tk.key, Max: tk.limit, Period: time.Minute, N: delta, Force: delta > 0})
 			}
-		}
-		for _, q := range t.quotas {
-			ops = append(ops, &Op{Key: q.key, Max: q.limit, N: delta, Force: true, End: q.end})
+		case TokensPerDay, TokensPerMonth:
+			if delta != 0 {
+				opv = append(opv, Op{Key: tk.key, Max: tk.limit, N: delta, Force: true, End: tk.end})
+			}
+		case ConcurrentRequests:
+			opv = append(opv, Op{Lease: true, Release: true, Key: tk.key, ID: t.leaseID})
 		}
 	}
-	for _, l := range t.leases {
-		ops = append(ops, &Op{Lease: true, Release: true, Key: l, ID: t.leaseID})
+	ops := sc.ops[:0]
+	for i := range opv {
+		ops = append(ops, &opv[i])
 	}
-	account := func() {
-		for _, op := range charges {
-			if op.Err == nil && !op.OK && t.s.cfg.Metrics != nil {
+	sc.opv, sc.ops = opv, ops
+	// done counts a charge past the reservation the backend could not
+	// take, then gives the scratch back: the operations are not used
+	// after it.
+	done := func() {
+		for _, op := range ops {
+			if op.Rate && op.Force && op.N > 0 && op.Err == nil && !op.OK && t.s.cfg.Metrics != nil {
 				t.s.cfg.Metrics.LimitsUnsettled(delta)
 			}
 		}
+		sc.release()
 	}
 	if d, ok := b.(Deferrer); ok {
-		d.Defer(ops, account)
+		d.Defer(ops, done)
 		return
 	}
 	runOps(ctx, b, ops)
-	account()
+	done()
 }
 
 // Limits returns the state of every limit that governs a key in team:

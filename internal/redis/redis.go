@@ -40,6 +40,8 @@ type Limits struct {
 	// off every deferWindow while settlements come, and sleeps when none
 	// do; stop ends it, and it closes swept when it has.
 	kick, stop, swept chan struct{}
+	// rateKeys maps a bucket to its redis_rate key (rateKey).
+	rateKeys sync.Map
 }
 
 // Settlements wait at most about deferWindow for an admission to carry
@@ -306,10 +308,13 @@ func (l *Limits) Acquire(ctx context.Context, key, id string, max int64, lease t
 }
 
 // batchScript runs a batch's operations in order, in one call: KEYS[i] is
-// operation i's key and ARGV holds each operation's kind and arguments in
-// the same order. It answers four integers per operation.
+// operation i's key, ARGV[1] is a MessagePack array of each operation's
+// kind and numeric arguments in the same order, and ARGV[2:] are the lease
+// ids of the lease and release operations, in order (as they are: an id
+// may hold any byte). It answers a MessagePack array of four numbers per
+// operation.
 //
-//   - "r" limit period_seconds n force: a GCRA bucket, redis_rate's own
+//   - 1 (rate) limit period_seconds n force: a GCRA bucket, redis_rate's own
 //     arithmetic and state (the same keys, the theoretical arrival time as
 //     seconds since 2017 in a string), so a bucket can be taken from here
 //     and read or charged through redis_rate alike — a test holds the two
@@ -318,51 +323,61 @@ func (l *Limits) Acquire(ctx context.Context, key, id string, max int64, lease t
 //     the bucket full deletes it (redis_rate writes no such refund).
 //     Answer: allowed (1/0), remaining, retry after and reset after (µs,
 //     -1: none).
-//   - "q" n max force end_unix: a budget, as quotaScript. Answer: allowed,
-//     value.
-//   - "l" id max ttl_ms: a lease, as acquireScript, except that expired
-//     leases are dropped only when the set looks full (they cannot refuse
-//     a request below that, and the drop is most of a lease's cost).
-//     Answer: ok, held.
-//   - "x" id: a release (ZREM). Answer: removed.
+//   - 2 (budget) n max force end_unix: a budget, as quotaScript. Answer:
+//     allowed, value.
+//   - 3 (lease) max ttl_ms, and an id: a lease, as acquireScript, except
+//     that expired leases are dropped only when the set looks full (they
+//     cannot refuse a request below that, and the drop is most of a
+//     lease's cost). Answer: ok, held.
+//   - 4 (release), and an id: a release (ZREM). Answer: removed.
 //
 // Why one script, and why it reads every bucket and budget with one MGET
 // and writes each once at the end: Redis spends most of a governed
 // request's time entering scripts and dispatching their commands, not in
 // the GCRA arithmetic (bench/README.md), and a batch often touches a key
 // twice (a settlement it carries refunds the bucket its admission takes
-// from).
+// from). Why the numbers travel as one MessagePack string each way: as
+// lists, each number is a value the client boxes on the way out and
+// unboxes on the way in — about 2.5 KB of garbage a request, and a
+// client's garbage collections are part of its tail latency
+// (bench/gateway) — while Redis's own cmsgpack decodes and encodes them in
+// C, for less than receiving and answering the lists costs it (splitting
+// a text string in Lua cost it 10 µs a call more; see bench/README.md).
 var batchScript = goredis.NewScript(`
 local t = redis.call("TIME")
 local now = (t[1] - 1483228800) + (t[2] / 1000000)
 local nowms = t[1] * 1000 + math.floor(t[2] / 1000)
+local args = cmsgpack.unpack(ARGV[1])
+local nid = 2
 -- Every bucket and budget the batch touches, read at once.
 local reads, seen = {}, {}
 local a = 1
 for i = 1, #KEYS do
-  local kind = ARGV[a]
-  if (kind == "r" or kind == "q") and not seen[KEYS[i]] then
+  local kind = args[a]
+  if kind <= 2 and not seen[KEYS[i]] then
     seen[KEYS[i]] = true
     reads[#reads+1] = KEYS[i]
   end
-  if kind == "r" or kind == "q" then a = a + 5 elseif kind == "l" then a = a + 4 else a = a + 2 end
+  if kind <= 2 then a = a + 5 elseif kind == 3 then a = a + 3 else a = a + 1 end
 end
-local val, dirty, ttl, order = {}, {}, {}, {}
+local val, dirty, ttl, at, order = {}, {}, {}, {}, {}
 if #reads > 0 then
   local got = redis.call("MGET", unpack(reads))
   for j = 1, #reads do val[reads[j]] = got[j] and tonumber(got[j]) end
 end
-local function put(key, v, e)
+-- put sets key's state to v, expiring e seconds from now or, when abs,
+-- at e (unix seconds).
+local function put(key, v, e, abs)
   if not dirty[key] then dirty[key] = true; order[#order+1] = key end
-  val[key], ttl[key] = v, e
+  val[key], ttl[key], at[key] = v, e, abs
 end
 local out = {}
 a = 1
 for i = 1, #KEYS do
-  local key, kind = KEYS[i], ARGV[a]
+  local key, kind = KEYS[i], args[a]
   local ok, value, retry, reset = 1, 0, -1, -1
-  if kind == "r" then
-    local limit, period, cost, force = tonumber(ARGV[a+1]), tonumber(ARGV[a+2]), tonumber(ARGV[a+3]), ARGV[a+4] == "1"
+  if kind == 1 then
+    local limit, period, cost, force = args[a+1], args[a+2], args[a+3], args[a+4] == 1
     a = a + 5
     local ei = period / limit
     local burst = ei * limit
@@ -394,10 +409,10 @@ for i = 1, #KEYS do
         end
       end
     end
-  elseif kind == "q" then
-    local n, max = tonumber(ARGV[a+1]), tonumber(ARGV[a+2])
-    local force = ARGV[a+3] == "1"
-    local exp = ARGV[a+4]
+  elseif kind == 2 then
+    local n, max = args[a+1], args[a+2]
+    local force = args[a+3] == 1
+    local exp = args[a+4]
     a = a + 5
     value = val[key] or 0
     if n > 0 and not force and value + n > max then
@@ -405,11 +420,11 @@ for i = 1, #KEYS do
     elseif n ~= 0 then
       value = value + n
       if value < 0 then value = 0 end
-      put(key, value, exp)
+      put(key, value, exp, true)
     end
-  elseif kind == "l" then
-    local id, max, ttl = ARGV[a+1], tonumber(ARGV[a+2]), tonumber(ARGV[a+3])
-    a = a + 4
+  elseif kind == 3 then
+    local id, max, ttl = ARGV[nid], args[a+1], args[a+2]
+    nid, a = nid + 1, a + 3
     value = redis.call("ZCARD", key)
     if value >= max then
       redis.call("ZREMRANGEBYSCORE", key, "-inf", nowms)
@@ -423,8 +438,8 @@ for i = 1, #KEYS do
       value = value + 1
     end
   else
-    value = redis.call("ZREM", key, ARGV[a+1])
-    a = a + 2
+    value = redis.call("ZREM", key, ARGV[nid])
+    nid, a = nid + 1, a + 1
   end
   local o = #out
   out[o+1], out[o+2], out[o+3], out[o+4] = ok, value, retry, reset
@@ -435,13 +450,13 @@ for _, key in ipairs(order) do
   local v = val[key]
   if not v then
     redis.call("DEL", key)
-  elseif type(ttl[key]) == "string" then
+  elseif at[key] then
     redis.call("SET", key, v, "EXAT", ttl[key])
   else
     redis.call("SET", key, v, "EX", ttl[key])
   end
 end
-return out
+return cmsgpack.pack(out)
 `)
 
 // Batch implements limits.Batcher: every operation in one call of
@@ -464,28 +479,62 @@ func (l *Limits) Batch(ctx context.Context, ops []*limits.Op) {
 
 // run runs ops in one call of batchScript.
 func (l *Limits) run(ctx context.Context, ops []*limits.Op) {
-	keys := make([]string, len(ops))
-	args := make([]any, 0, 5*len(ops))
-	for i, op := range ops {
+	b := batchBufs.Get().(*batchBuf)
+	defer batchBufs.Put(b)
+	keys, ids := b.keys[:0], b.ids[:1]
+	nargs := 0
+	for _, op := range ops {
+		switch {
+		case op.Rate, !op.Lease:
+			nargs += 5
+		case op.Release:
+			nargs++
+		default:
+			nargs += 3
+		}
+	}
+	args := appendArray(b.args[:0], nargs)
+	for _, op := range ops {
 		switch {
 		case op.Rate:
 			// redis_rate's key, so that both read and write one bucket.
-			keys[i] = rateKeyPrefix + op.Key
-			args = append(args, "r", op.Max, op.Period.Seconds(), op.N, flag(op.Force))
+			keys = append(keys, l.rateKey(op.Key))
+			args = appendInt(args, 1)
+			args = appendInt(args, op.Max)
+			args = appendFloat(args, op.Period.Seconds())
+			args = appendInt(args, op.N)
+			args = appendInt(args, flag(op.Force))
 		case op.Release:
-			keys[i] = op.Key
-			args = append(args, "x", op.ID)
+			keys, ids = append(keys, op.Key), append(ids, op.ID)
+			args = appendInt(args, 4)
 		case op.Lease:
-			keys[i] = op.Key
-			args = append(args, "l", op.ID, op.Max, op.TTL.Milliseconds())
+			keys, ids = append(keys, op.Key), append(ids, op.ID)
+			args = appendInt(args, 3)
+			args = appendInt(args, op.Max)
+			args = appendInt(args, op.TTL.Milliseconds())
 		default:
-			keys[i] = op.Key
-			args = append(args, "q", op.N, op.Max, flag(op.Force), op.End.Unix())
+			keys = append(keys, op.Key)
+			args = appendInt(args, 2)
+			args = appendInt(args, op.N)
+			args = appendInt(args, op.Max)
+			args = appendInt(args, flag(op.Force))
+			args = appendInt(args, op.End.Unix())
 		}
 	}
+	// The numbers go as bytes: the client writes them before Run returns,
+	// and b is not reused before then.
+	ids[0] = args
+	b.keys, b.args, b.ids = keys, args, ids
 	// Run sends the script by hash and its text only when Redis has
 	// forgotten it (a restart).
-	v, err := batchScript.Run(ctx, l.rdb, keys, args...).Int64Slice()
+	out, err := batchScript.Run(ctx, l.rdb, keys, ids...).Text()
+	clear(b.keys) // the pool holds no strings
+	clear(b.ids)
+	v := b.vals[:0]
+	if err == nil {
+		v, err = readNumbers(out, v)
+	}
+	b.vals = v
 	if err == nil && len(v) != 4*len(ops) {
 		err = fmt.Errorf("redis: %d values for %d operations", len(v), len(ops))
 	}
@@ -512,14 +561,36 @@ func (l *Limits) run(ctx context.Context, ops []*limits.Op) {
 	}
 }
 
+// batchBuf is what run builds a call in and reads its answer into,
+// pooled: a call per governed request.
+type batchBuf struct {
+	keys []string
+	args []byte
+	ids  []any // the numbers, then the lease ids
+	vals []int64
+}
+
+var batchBufs = sync.Pool{New: func() any { return &batchBuf{ids: make([]any, 1)} }}
+
+// rateKey is redis_rate's name of the bucket key: built once per bucket
+// (the buckets are the rules', few and long-lived), not on every request.
+func (l *Limits) rateKey(key string) string {
+	if k, ok := l.rateKeys.Load(key); ok {
+		return k.(string)
+	}
+	k := rateKeyPrefix + key
+	l.rateKeys.Store(key, k)
+	return k
+}
+
 // rateKeyPrefix is what redis_rate puts before a bucket's name.
 const rateKeyPrefix = "rate:"
 
-func flag(b bool) string {
+func flag(b bool) int64 {
 	if b {
-		return "1"
+		return 1
 	}
-	return "0"
+	return 0
 }
 
 // loadScripts loads the scripts, which run by hash.
