@@ -257,7 +257,7 @@ if wants sovereign; then
 		"$SOVEREIGN_BIN" serve --config "$OUT/gateway-sovereign.yaml"
 	wait_ready "Sovereign" "http://127.0.0.1:$SOV_PORT/readyz" "$OUT/gateway-sovereign.log"
 	gen_args+=(-sovereign-url "http://127.0.0.1:$SOV_PORT" -sovereign-key "$SOV_KEY" -sovereign-pid "${PIDS[-1]}")
-	NOTE+="Sovereign: $("$SOVEREIGN_BIN" version 2>/dev/null || echo "$SOVEREIGN_BIN"), defaults (auth, metrics, request log to a file; GOMAXPROCS and GOGC unset, so the server takes half the CPUs and GOGC=400). "
+	NOTE+="Sovereign: $("$SOVEREIGN_BIN" version 2>/dev/null || echo "$SOVEREIGN_BIN"), defaults (auth, metrics, request log to a file; GOMAXPROCS and GOGC unset, so the server takes half the CPUs, at least two, and GOGC=400). "
 fi
 
 # gov_api METHOD PATH [JSON]: one admin call to the governed Sovereign; the
