@@ -131,10 +131,14 @@ test("a form post without the CSRF token is refused", async () => {
 test("the playground streams a chat answer", async () => {
   await page.goto("/console/playground");
   await page.getByLabel("Model").selectOption(CHAT_MODEL);
-  await page.getByLabel("Max tokens").fill("24");
+  await page.getByLabel("Max tokens").fill("48");
   await page.getByLabel("Temperature").fill("0");
-  await page.getByLabel("Message", { exact: true }).fill("What is the capital of France?");
-  // Count the updates of the answer: streamed text arrives in pieces.
+  await page.getByLabel("Message", { exact: true }).fill("Count from one to twenty, in words.");
+  // Count the updates of the answer: streamed text arrives in pieces. A
+  // long answer (the model fills all 48 tokens), so that the pieces are
+  // apart in time: a one-line answer of 8 tokens is over in a fraction of
+  // a second, and a browser busy for that long reads it all at once (seen
+  // once in CI: 2 updates).
   await page.evaluate(() => {
     window.__updates = 0;
     new MutationObserver(() => { window.__updates++; }).observe(document.getElementById("conversation"), { subtree: true, childList: true, characterData: true });
