@@ -182,7 +182,10 @@ type Deferrer interface {
 
 // runOps runs ops on b: batched when it can, one by one otherwise.
 func runOps(ctx context.Context, b Backend, ops []*Op) {
-	if bb, ok := b.(Batcher); ok && len(ops) > 1 {
+	if len(ops) == 0 {
+		return
+	}
+	if bb, ok := b.(Batcher); ok {
 		bb.Batch(ctx, ops)
 		return
 	}

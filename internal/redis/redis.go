@@ -1,11 +1,11 @@
 // Package redis is the Redis adapter of Sovereign's limits: the state that
 // several API replicas share so that a limit is one limit, not one per
 // replica. Rate buckets are GCRA buckets in github.com/go-redis/redis_rate's
-// state and arithmetic (its Lua script, one atomic round trip per check);
-// budgets and concurrency leases are small Lua scripts of their own. A
-// request's checks, and the settlements of requests that ended since the
-// last one, go to Redis in one call of one script (batchScript), so a
-// governed request costs one round trip.
+// state and arithmetic; budgets are counters and concurrency leases sorted
+// sets. Every operation runs in one script (batchScript): a request's
+// checks, and the settlements of requests that ended since the last one,
+// go to Redis in one call of it, so a governed request costs one round
+// trip; a single operation is a batch of one.
 package redis
 
 import (
@@ -248,63 +248,18 @@ func (l *Limits) rate(ctx context.Context, key string, limit int64, period time.
 	return out, nil
 }
 
-// quotaScript adds ARGV[1] to the counter KEYS[1] unless it would pass
-// ARGV[2] (ARGV[3] = "1" forces it), expiring it at ARGV[4] (unix
-// seconds); it returns {allowed, value}.
-var quotaScript = goredis.NewScript(`
-local n = tonumber(ARGV[1])
-local cur = tonumber(redis.call("GET", KEYS[1]) or "0")
-if n > 0 and ARGV[3] ~= "1" and cur + n > tonumber(ARGV[2]) then
-  return {0, cur}
-end
-if n == 0 then
-  return {1, cur}
-end
-cur = cur + n
-if cur < 0 then cur = 0 end
-redis.call("SET", KEYS[1], cur, "EXAT", ARGV[4])
-return {1, cur}
-`)
-
-// Quota implements limits.Backend.
+// Quota implements limits.Backend: a batch of one operation.
 func (l *Limits) Quota(ctx context.Context, key string, max, n int64, force bool, end time.Time) (bool, int64, error) {
-	l.flush(context.WithoutCancel(ctx)) // what this replica settled comes first
-	f := "0"
-	if force {
-		f = "1"
-	}
-	v, err := quotaScript.Run(ctx, l.rdb, []string{key}, n, max, f, end.Unix()).Int64Slice()
-	if err != nil {
-		return false, 0, err
-	}
-	return v[0] == 1, v[1], nil
+	op := &limits.Op{Key: key, Max: max, N: n, Force: force, End: end}
+	l.Batch(ctx, []*limits.Op{op})
+	return op.OK, op.Value, op.Err
 }
 
-// acquireScript holds leases in a sorted set scored by expiry (unix
-// milliseconds, from the server's clock): it drops expired ones and adds
-// ARGV[1] when fewer than ARGV[2] remain; it returns {ok, held}.
-var acquireScript = goredis.NewScript(`
-local t = redis.call("TIME")
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", now)
-local held = redis.call("ZCARD", KEYS[1])
-if held >= tonumber(ARGV[2]) then
-  return {0, held}
-end
-local exp = now + tonumber(ARGV[3])
-redis.call("ZADD", KEYS[1], exp, ARGV[1])
-redis.call("PEXPIRE", KEYS[1], tonumber(ARGV[3]))
-return {1, held + 1}
-`)
-
-// Acquire implements limits.Backend.
+// Acquire implements limits.Backend: a batch of one operation.
 func (l *Limits) Acquire(ctx context.Context, key, id string, max int64, lease time.Duration) (bool, int64, error) {
-	l.flush(context.WithoutCancel(ctx)) // what this replica settled comes first
-	v, err := acquireScript.Run(ctx, l.rdb, []string{key}, id, max, lease.Milliseconds()).Int64Slice()
-	if err != nil {
-		return false, 0, err
-	}
-	return v[0] == 1, v[1], nil
+	op := &limits.Op{Lease: true, Key: key, ID: id, Max: max, TTL: lease}
+	l.Batch(ctx, []*limits.Op{op})
+	return op.OK, op.Value, op.Err
 }
 
 // batchScript runs a batch's operations in order, in one call: KEYS[i] is
@@ -323,10 +278,12 @@ func (l *Limits) Acquire(ctx context.Context, key, id string, max int64, lease t
 //     the bucket full deletes it (redis_rate writes no such refund).
 //     Answer: allowed (1/0), remaining, retry after and reset after (µs,
 //     -1: none).
-//   - 2 (budget) n max force end_unix: a budget, as quotaScript. Answer:
-//     allowed, value.
-//   - 3 (lease) max ttl_ms, and an id: a lease, as acquireScript, except
-//     that expired leases are dropped only when the set looks full (they
+//   - 2 (budget) n max force end_unix: a counter expiring at end_unix,
+//     to which n is added unless n > 0 without force would take it above
+//     max (then nothing is). Answer: allowed, value.
+//   - 3 (lease) max ttl_ms, and an id: a lease in a sorted set scored by
+//     expiry (unix ms, the server's clock), taken when fewer than max are
+//     held. Expired leases are dropped only when the set looks full (they
 //     cannot refuse a request below that, and the drop is most of a
 //     lease's cost). Answer: ok, held.
 //   - 4 (release), and an id: a release (ZREM). Answer: removed.
@@ -595,7 +552,7 @@ func flag(b bool) int64 {
 
 // loadScripts loads the scripts, which run by hash.
 func loadScripts(ctx context.Context, rdb *goredis.Client) error {
-	for _, s := range []*goredis.Script{batchScript, quotaScript, acquireScript} {
+	for _, s := range []*goredis.Script{batchScript, heldScript} {
 		if err := s.Load(ctx, rdb).Err(); err != nil {
 			return err
 		}
@@ -603,10 +560,11 @@ func loadScripts(ctx context.Context, rdb *goredis.Client) error {
 	return nil
 }
 
-// Release implements limits.Backend.
+// Release implements limits.Backend: a batch of one operation.
 func (l *Limits) Release(ctx context.Context, key, id string) error {
-	l.flush(context.WithoutCancel(ctx)) // what this replica settled comes first
-	return l.rdb.ZRem(ctx, key, id).Err()
+	op := &limits.Op{Lease: true, Release: true, Key: key, ID: id}
+	l.Batch(ctx, []*limits.Op{op})
+	return op.Err
 }
 
 var heldScript = goredis.NewScript(`
