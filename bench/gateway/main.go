@@ -1820,14 +1820,8 @@ func writeMarkdown(w io.Writer, r *Report, cfg config) bool {
 			"the p99 of each server's requests from all its rounds pooled. Per-round p99 (ms), Sovereign: %s; %s: %s.\n\n",
 			displayName[sovereignGov], gr.Rate, gr.Rounds, gr.RoundS, list(gr.PlainP99), displayName[sovereignGov], list(gr.GovP99))
 		fmt.Fprintf(w, "| pooled, %d RPS | p50 | p99 | CPU ms/req | Redis CPU ms/req |\n|---|---|---|---|---|\n", gr.Rate)
-		f3 := func(x *float64) string {
-			if x == nil {
-				return "-"
-			}
-			return fmt.Sprintf("%.3f", *x)
-		}
-		fmt.Fprintf(w, "| Sovereign | %s | %s | %s | - |\n", fmtMs(gr.PlainPool.P50), fmtMs(gr.PlainPool.P99), f3(gr.PlainCPU))
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", displayName[sovereignGov], fmtMs(gr.GovPool.P50), fmtMs(gr.GovPool.P99), f3(gr.GovCPU), f3(gr.RedisCPU))
+		fmt.Fprintf(w, "| Sovereign | %s | %s | %s | - |\n", fmtMs(gr.PlainPool.P50), fmtMs(gr.PlainPool.P99), fmtPtr(gr.PlainCPU))
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", displayName[sovereignGov], fmtMs(gr.GovPool.P50), fmtMs(gr.GovPool.P99), fmtPtr(gr.GovCPU), fmtPtr(gr.RedisCPU))
 		d := func(a, b *float64) string {
 			if a == nil || b == nil {
 				return "overload"
@@ -1838,7 +1832,7 @@ func writeMarkdown(w io.Writer, r *Report, cfg config) bool {
 		if gr.GovCPU != nil && gr.PlainCPU != nil {
 			dcpu = fmt.Sprintf("%+.3f", *gr.GovCPU-*gr.PlainCPU)
 		}
-		fmt.Fprintf(w, "| governance cost | %s | %s | %s | %s |\n", d(gr.GovPool.P50, gr.PlainPool.P50), d(gr.GovPool.P99, gr.PlainPool.P99), dcpu, f3(gr.RedisCPU))
+		fmt.Fprintf(w, "| governance cost | %s | %s | %s | %s |\n", d(gr.GovPool.P50, gr.PlainPool.P50), d(gr.GovPool.P99, gr.PlainPool.P99), dcpu, fmtPtr(gr.RedisCPU))
 	}
 
 	// Checks.
