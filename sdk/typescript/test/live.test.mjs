@@ -412,8 +412,12 @@ describe('governance: policies, decisions, records, usage, limits, keys, teams',
     await until(async () => {
       logs = [];
       for await (const l of client.logs.list({ team_id: team.id, limit: 1 })) logs.push(l);
-      return logs.length >= 6; // policy 403, chat 200, chat 429, GET /v1/limits, chat 200 and 429 under the quota
+      // every call of the team's key: GET /v1/keys 403, policy 403, chat 200, chat 429, GET /v1/limits,
+      // chat 200 and 429 under the quota. All seven, not fewer: records are stored in batches, so the
+      // last may land just after a listing that saw the others, and the export below must see the same set.
+      return logs.length >= 7;
     }, 30_000, 'the team\'s records');
+    assert.equal(logs.length, 7, JSON.stringify(logs.map((l) => [l.route, l.status])));
     assert.ok(logs.some((l) => l.status === 403 && l.error_code === 'policy_violation'));
     assert.ok(logs.some((l) => l.status === 429 && l.error_code === 'rate_limit_exceeded'));
     assert.equal(new Set(logs.map((l) => l.id)).size, logs.length);
