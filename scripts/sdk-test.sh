@@ -92,25 +92,31 @@ unset OPENAI_API_KEY OPENAI_BASE_URL OPENAI_ORG_ID OPENAI_PROJECT_ID OPENAI_ADMI
 py_rc=0
 log "running the Python SDK suite (pytest)"
 (cd "$PY_DIR" && PYTHONDONTWRITEBYTECODE=1 timeout "$SUITE_TIMEOUT" "$VENV/bin/python" -m pytest \
-  -v -p no:cacheprovider -rfE test_openai_sdk.py test_cohere_rerank.py test_openai_batch.py) || py_rc=$?
+  -v -p no:cacheprovider -rfE test_openai_sdk.py test_cohere_rerank.py test_openai_batch.py) 2>&1 | tee "$TS_WORK/openai-pytest.out" || py_rc=$?
 
 node_rc=0
 log "running the Node SDK suite (node --test)"
-(cd "$NODE_DIR" && timeout "$SUITE_TIMEOUT" node --test --test-reporter=spec openai.test.mjs) || node_rc=$?
+(cd "$NODE_DIR" && timeout "$SUITE_TIMEOUT" node --test --test-reporter=spec openai.test.mjs) 2>&1 | tee "$TS_WORK/openai-node.out" || node_rc=$?
 
 # Sovereign's own client libraries (sdk/python, sdk/typescript), each
 # installing what it needs and running all its checks against this server.
 sovpy_rc=0
 log "running Sovereign's Python SDK checks (sdk/python/test.sh)"
-timeout "$SUITE_TIMEOUT" bash "$REPO/sdk/python/test.sh" || sovpy_rc=$?
+timeout "$SUITE_TIMEOUT" bash "$REPO/sdk/python/test.sh" 2>&1 | tee "$TS_WORK/sdk-python.out" || sovpy_rc=$?
 
 sovts_rc=0
 log "running Sovereign's TypeScript SDK checks (sdk/typescript/test.sh)"
-timeout "$SUITE_TIMEOUT" bash "$REPO/sdk/typescript/test.sh" || sovts_rc=$?
+timeout "$SUITE_TIMEOUT" bash "$REPO/sdk/typescript/test.sh" 2>&1 | tee "$TS_WORK/sdk-typescript.out" || sovts_rc=$?
 
 if [ "$py_rc" -ne 0 ] || [ "$node_rc" -ne 0 ] || [ "$sovpy_rc" -ne 0 ] || [ "$sovts_rc" -ne 0 ]; then
   log "FAILED (openai pytest exit $py_rc, openai node --test exit $node_rc, sdk/python exit $sovpy_rc, sdk/typescript exit $sovts_rc); last lines of the server log:"
   ts_show
+  # The failures last, where a reader of the end of the output looks first.
+  for suite in openai-pytest:$py_rc openai-node:$node_rc sdk-python:$sovpy_rc sdk-typescript:$sovts_rc; do
+    [ "${suite#*:}" -eq 0 ] && continue
+    log "the end of what ${suite%%:*} printed (exit ${suite#*:}):"
+    tail -n 80 "$TS_WORK/${suite%%:*}.out" >&2
+  done
   exit 1
 fi
 log "all SDK suites passed"
