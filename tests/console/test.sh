@@ -85,10 +85,13 @@ rm -rf "$OUT"
 mkdir -p "$OUT"
 rc=0
 (cd "$DIR" && CONSOLE_URL="http://127.0.0.1:$PORT" CONSOLE_ADMIN_KEY="$API_KEY" CHROMIUM="$CHROME" CONSOLE_OUT="$OUT" \
-  timeout "$SUITE_TIMEOUT" node --test --test-concurrency=1 --test-reporter=spec console.test.mjs) || rc=$?
+  timeout "$SUITE_TIMEOUT" node --test --test-concurrency=1 --test-reporter=spec console.test.mjs) 2>&1 | tee "$OUT/node-test.out" || rc=$?
 if [ "$rc" -ne 0 ]; then
   log "FAILED (node --test exit $rc); screenshots in $OUT; last lines of the server log:"
   ts_show
+  # The failures last, where a reader of the end of the output looks first.
+  log "the end of what node --test printed:"
+  tail -n 80 "$OUT/node-test.out" >&2
   exit 1
 fi
 log "all console browser tests passed; screenshots in $OUT"
