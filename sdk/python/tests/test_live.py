@@ -223,7 +223,8 @@ def test_policy_violation_names_policy_and_rule(client: Sovereign, unique: str) 
         assert isinstance(e.value, openai.PermissionDeniedError) and e.value.code == "policy_violation"
         assert e.value.policy == f"guard-{unique}", e.value.body
         assert e.value.rule == "no-magic-word", e.value.body
-        decisions = list(client.policy_decisions.list(policy_id=pol.id))
+        # decisions are stored off the request path: the listing may run before the writer does
+        decisions = _eventually(lambda: list(client.policy_decisions.list(policy_id=pol.id)))
         assert decisions and decisions[0].rule == "no-magic-word" and decisions[0].action == "deny"
         assert client.policy_decisions.retrieve(decisions[0].id).policy_id == pol.id
         assert any(p.id == pol.id for p in client.policies.list())

@@ -369,8 +369,13 @@ describe('governance: policies, decisions, records, usage, limits, keys, teams',
       assert.equal(e.rule, 'no-zorblat');
       return true;
     });
-    const decisions = [];
-    for await (const d of client.policyDecisions.list({ policy_id: policy.id })) decisions.push(d);
+    // decisions are stored off the request path: the listing may run before the writer does
+    let decisions = [];
+    await until(async () => {
+      decisions = [];
+      for await (const d of client.policyDecisions.list({ policy_id: policy.id })) decisions.push(d);
+      return decisions.length >= 1;
+    }, 30_000, 'the policy decision');
     assert.equal(decisions.length, 1);
     assert.equal(decisions[0].action, 'deny');
     assert.equal(decisions[0].rule, 'no-zorblat');
