@@ -530,14 +530,11 @@ func quotaKey(r Rule, dimension string, now time.Time) (string, time.Time) {
 	return quotaBase + r.Scope + ":" + r.Subject + ":m:" + now.UTC().Format("200601"), monthEnd(now)
 }
 
-// check is one limit an admission takes from.
+// check is one limit an admission takes from: what it takes, once taken,
+// is the ticket's to settle.
 type check struct {
-	rule      *governed
-	dimension string
-	limit     int64
-	key       string
-	n         int64
-	end       time.Time // budgets: when the window ends
+	taken
+	rule *governed
 	// op is what the backend is asked, and its answer.
 	op Op
 	// results
@@ -546,15 +543,31 @@ type check struct {
 	reset     time.Duration
 }
 
-// request is what the backend is asked for c.
-func (c *check) request(leaseID string, lease time.Duration) Op {
-	switch c.dimension {
+// take is what the backend is asked to take tk: a lease, or n from a
+// budget or a per-minute bucket unless that would pass its limit.
+func (tk *taken) take(leaseID string, lease time.Duration) Op {
+	switch tk.dimension {
 	case ConcurrentRequests:
-		return Op{Lease: true, Key: c.key, ID: leaseID, Max: c.limit, TTL: lease}
+		return Op{Lease: true, Key: tk.key, ID: leaseID, Max: tk.limit, TTL: lease}
 	case TokensPerDay, TokensPerMonth:
-		return Op{Key: c.key, Max: c.limit, N: c.n, End: c.end}
+		return Op{Key: tk.key, Max: tk.limit, N: tk.n, End: tk.end}
 	default:
-		return Op{Rate: true, Key: c.key, Max: c.limit, N: c.n, Period: time.Minute}
+		return Op{Rate: true, Key: tk.key, Max: tk.limit, N: tk.n, Period: time.Minute}
+	}
+}
+
+// adjust is what the backend is asked to change once tk is taken: add n
+// (negative: give back) to its budget or bucket, whatever the limit (a
+// bucket is only charged past it when n > 0, which settlement counts), or
+// release its lease.
+func (tk *taken) adjust(n int64, leaseID string) Op {
+	switch tk.dimension {
+	case ConcurrentRequests:
+		return Op{Lease: true, Release: true, Key: tk.key, ID: leaseID}
+	case TokensPerDay, TokensPerMonth:
+		return Op{Key: tk.key, Max: tk.limit, N: n, Force: true, End: tk.end}
+	default:
+		return Op{Rate: true, Key: tk.key, Max: tk.limit, Period: time.Minute, N: n, Force: n > 0}
 	}
 }
 
@@ -597,19 +610,19 @@ func (s *Service) Admit(ctx context.Context, req Request) (*Ticket, Status, erro
 	checks := sc.checks[:0]
 	for _, r := range rules[:nrules] {
 		if r.ConcurrentRequests > 0 {
-			checks = append(checks, check{rule: r, dimension: ConcurrentRequests, limit: r.ConcurrentRequests, key: r.lease, n: 1})
+			checks = append(checks, check{rule: r, taken: taken{dimension: ConcurrentRequests, limit: r.ConcurrentRequests, key: r.lease, n: 1}})
 		}
 		for _, q := range [...]dim{{TokensPerDay, r.TokensPerDay}, {TokensPerMonth, r.TokensPerMonth}} {
 			if q.v > 0 {
 				key, end := quotaKey(r.Rule, q.name, now)
-				checks = append(checks, check{rule: r, dimension: q.name, limit: q.v, key: key, n: max(req.Tokens, 0), end: end})
+				checks = append(checks, check{rule: r, taken: taken{dimension: q.name, limit: q.v, key: key, n: max(req.Tokens, 0), end: end}})
 			}
 		}
 		if r.RequestsPerMinute > 0 {
-			checks = append(checks, check{rule: r, dimension: RequestsPerMinute, limit: r.RequestsPerMinute, key: r.rpm, n: 1})
+			checks = append(checks, check{rule: r, taken: taken{dimension: RequestsPerMinute, limit: r.RequestsPerMinute, key: r.rpm, n: 1}})
 		}
 		if r.TokensPerMinute > 0 {
-			checks = append(checks, check{rule: r, dimension: TokensPerMinute, limit: r.TokensPerMinute, key: r.tpm, n: max(req.Tokens, 0)})
+			checks = append(checks, check{rule: r, taken: taken{dimension: TokensPerMinute, limit: r.TokensPerMinute, key: r.tpm, n: max(req.Tokens, 0)}})
 		}
 	}
 	sc.checks = checks
@@ -643,7 +656,7 @@ func (s *Service) Admit(ctx context.Context, req Request) (*Ticket, Status, erro
 		ops := sc.ops[:0]
 		for i := range checks {
 			c := &checks[i]
-			c.op = c.request(leaseID, s.cfg.Lease)
+			c.op = c.take(leaseID, s.cfg.Lease)
 			ops = append(ops, &c.op)
 		}
 		sc.ops = ops
@@ -705,7 +718,7 @@ func (s *Service) Admit(ctx context.Context, req Request) (*Ticket, Status, erro
 	for i := range checks {
 		c := &checks[i]
 		if c.op.OK {
-			t.taken = append(t.taken, taken{dimension: c.dimension, key: c.key, limit: c.limit, n: c.n, end: c.end})
+			t.taken = append(t.taken, c.taken)
 		}
 		switch c.dimension {
 		case RequestsPerMinute:
@@ -756,19 +769,12 @@ func (s *Service) undo(ctx context.Context, checks []check, leaseID string) {
 	var ops []*Op
 	for i := range checks {
 		c := &checks[i]
-		if c.op.Err != nil || !c.op.OK {
+		// (A per-minute bucket nothing was taken from has nothing to get back.)
+		if c.op.Err != nil || !c.op.OK || c.op.Rate && c.n == 0 {
 			continue
 		}
-		switch c.dimension {
-		case ConcurrentRequests:
-			ops = append(ops, &Op{Lease: true, Release: true, Key: c.key, ID: leaseID})
-		case TokensPerDay, TokensPerMonth:
-			ops = append(ops, &Op{Key: c.key, Max: c.limit, N: -c.n, Force: true, End: c.end})
-		default:
-			if c.n > 0 {
-				ops = append(ops, &Op{Rate: true, Key: c.key, Max: c.limit, Period: time.Minute, N: -c.n})
-			}
-		}
+		op := c.adjust(-c.n, leaseID)
+		ops = append(ops, &op)
 	}
 	runOps(ctx, s.cfg.Backend, ops)
 }
@@ -790,18 +796,16 @@ func (t *Ticket) Settle(ctx context.Context, used int64) {
 	// One batch: per-minute token refunds or charges, budgets, leases.
 	sc := scratchPool.Get().(*scratch)
 	opv := sc.opv[:0]
-	for _, tk := range t.taken {
-		switch tk.dimension {
-		case TokensPerMinute:
-			if delta != 0 {
-				opv = append(opv, Op{Rate: true, Key: tk.key, Max: tk.limit, Period: time.Minute, N: delta, Force: delta > 0})
-			}
-		case TokensPerDay, TokensPerMonth:
-			if delta != 0 {
-				opv = append(opv, Op{Key: tk.key, Max: tk.limit, N: delta, Force: true, End: tk.end})
-			}
+	for i := range t.taken {
+		// The lease goes; the token windows take the difference between
+		// the usage and the reservation; a request is a request.
+		switch tk := &t.taken[i]; tk.dimension {
 		case ConcurrentRequests:
-			opv = append(opv, Op{Lease: true, Release: true, Key: tk.key, ID: t.leaseID})
+			opv = append(opv, tk.adjust(0, t.leaseID))
+		case TokensPerMinute, TokensPerDay, TokensPerMonth:
+			if delta != 0 {
+				opv = append(opv, tk.adjust(delta, t.leaseID))
+			}
 		}
 	}
 	ops := sc.ops[:0]

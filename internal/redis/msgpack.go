@@ -11,17 +11,13 @@ import (
 // library because the point is to build and read them without allocating —
 // appended to a pooled buffer, read into a pooled slice.
 
-// appendArray appends the header of an array of n elements.
-func appendArray(b []byte, n int) []byte {
-	switch {
-	case n < 16:
-		return append(b, 0x90|byte(n))
-	case n <= math.MaxUint16:
-		return binary.BigEndian.AppendUint16(append(b, 0xdc), uint16(n))
-	default:
-		return binary.BigEndian.AppendUint32(append(b, 0xdd), uint32(n))
-	}
-}
+// openArray appends the header of an array whose length closeArray sets
+// once it is known, so that the elements can be appended as they are made:
+// an array 32 header, whatever the length (a reader takes every width).
+func openArray(b []byte) []byte { return append(b, 0xdd, 0, 0, 0, 0) }
+
+// closeArray sets to n the length of the array openArray began at b[at].
+func closeArray(b []byte, at, n int) { binary.BigEndian.PutUint32(b[at+1:], uint32(n)) }
 
 // appendInt appends v: a positive fixint when it fits, else an int 64.
 func appendInt(b []byte, v int64) []byte {

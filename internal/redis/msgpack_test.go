@@ -24,11 +24,12 @@ func TestMessagePackWithRedis(t *testing.T) {
 
 	// Sent as we send a batch's numbers, echoed by a script.
 	sent := []int64{0, 1, 127, 128, 255, 256, -1, -32, -33, 65535, 65536, 1 << 31, -(1 << 31) - 1, 1e12, -1e12, 1 << 52}
-	b := appendArray(nil, len(sent)+1)
+	b := openArray(nil)
 	for _, v := range sent {
 		b = appendInt(b, v)
 	}
 	b = appendFloat(b, 60)
+	closeArray(b, 0, len(sent)+1)
 	out, err := rdb.Eval(ctx, `return cmsgpack.pack(cmsgpack.unpack(ARGV[1]))`, nil, b).Text()
 	if err != nil {
 		t.Fatal(err)
@@ -121,10 +122,11 @@ func FuzzReadNumbers(f *testing.F) {
 		if err != nil {
 			return
 		}
-		b := appendArray(nil, len(got))
+		b := openArray(nil)
 		for _, v := range got {
 			b = appendInt(b, v)
 		}
+		closeArray(b, 0, len(got))
 		again, err := readNumbers(string(b), nil)
 		if err != nil || len(again) != len(got) {
 			t.Fatalf("%x read as %v; written back as %x: %v, %v", s, got, b, again, err)

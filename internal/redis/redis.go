@@ -439,18 +439,7 @@ func (l *Limits) run(ctx context.Context, ops []*limits.Op) {
 	b := batchBufs.Get().(*batchBuf)
 	defer batchBufs.Put(b)
 	keys, ids := b.keys[:0], b.ids[:1]
-	nargs := 0
-	for _, op := range ops {
-		switch {
-		case op.Rate, !op.Lease:
-			nargs += 5
-		case op.Release:
-			nargs++
-		default:
-			nargs += 3
-		}
-	}
-	args := appendArray(b.args[:0], nargs)
+	args, nargs := openArray(b.args[:0]), 0
 	for _, op := range ops {
 		switch {
 		case op.Rate:
@@ -461,14 +450,17 @@ func (l *Limits) run(ctx context.Context, ops []*limits.Op) {
 			args = appendFloat(args, op.Period.Seconds())
 			args = appendInt(args, op.N)
 			args = appendInt(args, flag(op.Force))
+			nargs += 5
 		case op.Release:
 			keys, ids = append(keys, op.Key), append(ids, op.ID)
 			args = appendInt(args, 4)
+			nargs++
 		case op.Lease:
 			keys, ids = append(keys, op.Key), append(ids, op.ID)
 			args = appendInt(args, 3)
 			args = appendInt(args, op.Max)
 			args = appendInt(args, op.TTL.Milliseconds())
+			nargs += 3
 		default:
 			keys = append(keys, op.Key)
 			args = appendInt(args, 2)
@@ -476,8 +468,10 @@ func (l *Limits) run(ctx context.Context, ops []*limits.Op) {
 			args = appendInt(args, op.Max)
 			args = appendInt(args, flag(op.Force))
 			args = appendInt(args, op.End.Unix())
+			nargs += 5
 		}
 	}
+	closeArray(args, 0, nargs)
 	// The numbers go as bytes: the client writes them before Run returns,
 	// and b is not reused before then.
 	ids[0] = args
