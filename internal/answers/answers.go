@@ -1,11 +1,13 @@
 // Package answers is answering with sources, as a domain service: it
 // gathers a team's sources for a question (retrieval over its collections,
-// and documents given inline), puts them before the conversation as
-// numbered sources, settles the answer's [n] markers as it is written
-// (package citation: a cited sentence's checkable facts must be in its
-// source), and records a source link per citation. HTTP handlers decode
-// for it and render what it returns (chat and text completions, the
-// Responses API); workflow steps call it the same way.
+// and documents given inline), asks the model in the form its family
+// answers best (forms.json: the sources as context, the question last),
+// lets it write plain prose, attributes each sentence to the sources that
+// support it as the answer streams (package citation), answers "The
+// sources do not say." when retrieval finds nothing relevant or no
+// sentence is supported, and records a source link per citation. HTTP
+// handlers decode for it and render what it returns (chat and text
+// completions, the Responses API); workflow steps call it the same way.
 package answers
 
 import (
@@ -41,10 +43,30 @@ type Store interface {
 	RecordLinks(ctx context.Context, links []sources.SourceLink) error
 }
 
+// Embedder computes embeddings (the inference backend).
+type Embedder interface {
+	Embed(ctx context.Context, req inference.EmbeddingRequest) (inference.EmbeddingResponse, error)
+}
+
 // Service answers with sources.
 type Service struct {
 	Store Store
+	// Embed and EmbeddingModel attribute sentences by meaning (with the
+	// collection's own embedding model, else EmbeddingModel); without
+	// them words alone decide.
+	Embed          Embedder
+	EmbeddingModel string
+	// AbstainText is the answer when the sources do not say
+	// (citation.DefaultAbstainText when empty).
+	AbstainText string
 }
+
+// MinRelevance is the cosine similarity between the question and the best
+// retrieved chunk below which nothing retrieved is about the question, and
+// the answer abstains without asking the model (all-MiniLM-L6-v2: on
+// bench/answers' set, questions about the corpus score 0.35–0.8 with
+// their chunks, questions about anything else below 0.2).
+const MinRelevance = 0.2
 
 // Document is a source given in the request itself.
 type Document struct {
@@ -62,6 +84,12 @@ type Request struct {
 	// Cite asks for [n] markers settled into citations. Without it the
 	// sources still ground the answer.
 	Cite bool
+	// NoAbstain keeps an answer whose sentences no source supports (they
+	// are listed as unsupported) instead of the abstain text.
+	NoAbstain bool
+	// Family is the model's family (its GGUF architecture), which picks
+	// the form of the prompt.
+	Family string
 	// Grounded says the request asked for sources (even naming none).
 	// Without it or Cite the answer has no sources.
 	Grounded bool
@@ -86,22 +114,88 @@ type Answer struct {
 	svc     *Service
 	req     Request
 	w       *citation.Writer
+	// abstain: retrieval found nothing relevant; no generation is needed.
+	abstain bool
 }
 
-// Prepare gathers the sources and builds the generation.
+// Prepare gathers the sources and builds the generation: the sources as
+// context in the last user message, in the form of the model's family,
+// and a default length for a grounded answer. Its context bounds the
+// embedding calls of the answer's attribution.
 func (s *Service) Prepare(ctx context.Context, req Request) (*Answer, error) {
 	if req.Param == "" {
 		req.Param = "sources"
 	}
-	srcs, err := s.gather(ctx, req)
+	found, err := s.gather(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	chat := req.Chat
-	if req.Cite || req.Grounded {
-		chat.Messages = withSystem(chat.Messages, citation.SystemPrompt(srcs, req.Cite))
+	f := formFor(req.Family)
+	abstainText := s.AbstainText
+	if abstainText == "" {
+		abstainText = citation.DefaultAbstainText
 	}
-	return &Answer{Chat: chat, Sources: srcs, svc: s, req: req, w: citation.NewWriter(srcs, req.Cite)}, nil
+	a := &Answer{svc: s, req: req}
+	if req.Cite || req.Grounded {
+		srcs, relevant := pick(found, f.MaxSources)
+		a.Sources = srcs
+		a.abstain = req.Cite && !req.NoAbstain && !relevant
+		chat.Messages = f.apply(chat.Messages, srcs, abstainText)
+		if chat.MaxTokens == 0 {
+			chat.MaxTokens = f.MaxTokens
+		}
+	}
+	o := citation.Options{Cite: req.Cite, Abstain: !req.NoAbstain, AbstainText: abstainText, Question: Question(req.Chat.Messages), Context: ctx}
+	if model := s.embeddingModel(found); req.Cite && s.Embed != nil && model != "" {
+		o.Embed = func(ctx context.Context, texts []string) ([][]float32, error) {
+			res, err := s.Embed.Embed(ctx, inference.EmbeddingRequest{Model: model, Input: texts})
+			return res.Embeddings, err
+		}
+	}
+	a.Chat = chat
+	a.w = citation.NewWriter(a.Sources, o)
+	return a, nil
+}
+
+// Abstains reports whether retrieval found nothing relevant to the
+// question: the answer is the abstain text and the model need not be
+// asked (Write and Flush give that text for an empty generation).
+func (a *Answer) Abstains() bool { return a.abstain }
+
+// embeddingModel is the model attribution embeds with: the retrieved
+// collections' (the sources were embedded with it), else the service's.
+func (s *Service) embeddingModel(found []found) string {
+	for _, f := range found {
+		if f.model != "" {
+			return f.model
+		}
+	}
+	return s.EmbeddingModel
+}
+
+// pick keeps the sources the model is shown: the best max retrieved
+// chunks, then the inline documents. relevant is false when retrieval was
+// the only source and its best chunk is not about the question.
+func pick(found []found, max int) ([]citation.Source, bool) {
+	var out []citation.Source
+	retrieved, relevant := 0, false
+	for _, f := range found {
+		switch {
+		case !f.retrieved:
+			relevant = true // the caller's own documents
+		case retrieved >= max:
+			continue
+		default:
+			retrieved++
+			// Without a vector score (keyword search) a hit is relevant.
+			if f.vector == nil || *f.vector >= MinRelevance {
+				relevant = true
+			}
+		}
+		out = append(out, f.src)
+	}
+	return out, relevant
 }
 
 // Write settles a piece of the answer and returns the text to show (a
@@ -144,25 +238,24 @@ func Question(msgs []inference.Message) string {
 	return ""
 }
 
-// withSystem puts the sources prompt first: as the system message, or
-// ahead of the caller's own system message.
-func withSystem(msgs []inference.Message, prompt string) []inference.Message {
-	if len(msgs) > 0 && msgs[0].Role == "system" {
-		out := append([]inference.Message(nil), msgs...)
-		out[0].Content = prompt + "\n\n" + msgs[0].Content
-		return out
-	}
-	return append([]inference.Message{{Role: "system", Content: prompt}}, msgs...)
-}
-
 // ChunkRef is the id a chunk is cited by.
 func ChunkRef(id int64) string { return "chunk_" + strconv.FormatInt(id, 10) }
+
+// found is a source gathered for an answer: a retrieved chunk, with its
+// vector score and its collection's embedding model, or an inline
+// document.
+type found struct {
+	src       citation.Source
+	retrieved bool
+	vector    *float32
+	model     string
+}
 
 // gather resolves the sources: the chunks retrieval finds for the
 // question in the named collections (the team's default collection when
 // citations are asked for and no sources are named), then the inline
 // documents.
-func (s *Service) gather(ctx context.Context, req Request) ([]citation.Source, error) {
+func (s *Service) gather(ctx context.Context, req Request) ([]found, error) {
 	if !req.Cite && !req.Grounded {
 		return nil, nil
 	}
@@ -206,7 +299,7 @@ func (s *Service) gather(ctx context.Context, req Request) ([]citation.Source, e
 			return nil, apierr.Invalid(p, fmt.Sprintf("no '%s' given and your team has no collection named %q: name collections or documents in '%s', or create that collection", p, DefaultCollectionName, p))
 		}
 	}
-	var out []citation.Source
+	var out []found
 	if len(cols) > 0 {
 		o := req.Search
 		if o.TopK == 0 {
@@ -220,10 +313,15 @@ func (s *Service) gather(ctx context.Context, req Request) ([]citation.Source, e
 		if err != nil {
 			return nil, err
 		}
+		models := map[string]string{}
+		for _, c := range cols {
+			models[c.ID] = c.EmbeddingModel
+		}
 		for _, h := range hits {
 			ref := ChunkRef(h.Chunk.ID)
-			out = append(out, citation.Source{ID: ref, CollectionID: h.Chunk.CollectionID, DocumentID: h.Chunk.DocumentID, ChunkID: ref,
-				Title: h.Document.Title, URL: h.Document.URL, Text: h.Chunk.Text})
+			out = append(out, found{retrieved: true, vector: h.Vector, model: models[h.Chunk.CollectionID],
+				src: citation.Source{ID: ref, CollectionID: h.Chunk.CollectionID, DocumentID: h.Chunk.DocumentID, ChunkID: ref,
+					Title: h.Document.Title, URL: h.Document.URL, Text: h.Chunk.Text}})
 		}
 	}
 	for i, d := range req.Documents {
@@ -238,7 +336,7 @@ func (s *Service) gather(ctx context.Context, req Request) ([]citation.Source, e
 		if id == "" {
 			id = "doc_" + strconv.Itoa(i+1)
 		}
-		out = append(out, citation.Source{ID: id, DocumentID: id, Title: d.Title, URL: d.URL, Text: d.Text})
+		out = append(out, found{src: citation.Source{ID: id, DocumentID: id, Title: d.Title, URL: d.URL, Text: d.Text}})
 	}
 	return out, nil
 }

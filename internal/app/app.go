@@ -217,7 +217,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 	srcs.Events = a.Bus // document.ready and document.failed
 	a.API = &httpapi.Server{
 		Models: a.Catalog, Auth: a.Keys, Keys: a.Keys, Metrics: a.Metrics, Log: log, MaxBody: cfg.MaxBodyBytes,
-		Sources: srcs, Answers: &answers.Service{Store: srcs}, Extract: ExtractFile,
+		Sources: srcs, Answers: &answers.Service{Store: srcs, Embed: a.Catalog, EmbeddingModel: DefaultEmbeddingModel, AbstainText: cfg.AbstainText}, Extract: ExtractFile,
 		DefaultEmbeddingModel: DefaultEmbeddingModel, DefaultRerankModel: a.RerankModel,
 		Responses: a.DB, Records: a.Records, RecordStore: a.DB, Limits: a.Limits, Policies: a.Policies, Capture: capture,
 		Events: a.Bus, Stop: a.shuttingDown,

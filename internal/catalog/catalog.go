@@ -548,8 +548,11 @@ func (c *Catalog) Get(ctx context.Context, id string) (Model, error) {
 
 // Resolved is what the API needs to serve a request for a model.
 type Resolved struct {
-	ID           string
-	Backend      string
+	ID      string
+	Backend string
+	// Family is the model's family (the spec's, else its GGUF
+	// architecture): answers with sources pick their prompt by it.
+	Family       string
 	Capabilities []string
 	Tags         []string
 	Limits       Limits
@@ -576,6 +579,10 @@ func (c *Catalog) Resolve(ctx context.Context, name string) (Resolved, error) {
 	r := Resolved{ID: e.spec.ID, Backend: e.spec.Backend, Capabilities: e.spec.Capabilities, Tags: e.spec.Tags, Deprecation: e.spec.Deprecation}
 	if len(r.Capabilities) == 0 && e.manifest != nil {
 		r.Capabilities = e.manifest.Capabilities
+	}
+	r.Family = e.spec.Family
+	if r.Family == "" && e.manifest != nil {
+		r.Family = e.manifest.Family
 	}
 	if e.spec.Limits != nil {
 		r.Limits = *e.spec.Limits

@@ -1,41 +1,44 @@
-// Package citation turns a generated answer into an answer with sources:
-// it writes the system prompt that numbers the sources for the model, then
-// reads the answer as it streams and settles its [n] markers, and finally
-// lists the citations with character offsets into the answer.
+// Package citation turns generated prose into an answer with sources. The
+// model is not asked to write markers (small models copy the sources'
+// headings or loop on "[1][1][1]" when they are); it writes plain prose,
+// and a [Writer] reads that prose as it streams, attributes each sentence
+// to the source(s) that support it and writes the [n] markers itself,
+// with character offsets into the answer, as Cohere's grounded generation
+// and OpenAI's file-search annotations do.
 //
-// The model is asked to put [n] after each sentence that uses source n.
-// Small models do that unreliably, so the markers are checked as they
-// arrive (a [Writer] sees the text before the client does):
+// A sentence is supported by a source when
 //
-//   - a marker whose number names no source is removed;
-//   - a marker whose sources share no content word with its sentence, when
-//     another source clearly supports the sentence, is rewritten to name
-//     that source;
-//   - a sentence that ends without a marker but is clearly supported by a
-//     source gets that source's marker after its final punctuation
-//     ("… in 1872.[2]");
-//   - with citations off, every marker is removed.
+//   - its checkable facts — its numbers and the names it capitalises after
+//     its first word — all appear in that source, and
+//   - most of what it adds to the question (its content words that the
+//     question does not have) is in that source, and
+//   - its meaning is close to one of the source's sentences (cosine of
+//     the deployment's embeddings, when an [Embedder] is given) or it
+//     shares a third of its rarity-weighted content words with the source.
 //
-// A marker also needs the sentence's checkable facts, its numbers and the
-// names it capitalises, to appear in a source it cites: otherwise it is
-// dropped (and a sentence that reads like a source is not given one), and
-// the sentence is listed by [Writer.Unsupported].
+// When no single source holds all of a sentence's facts, two sources that
+// together do (and each hold at least one) are cited together: answers
+// that join two documents cite both.
 //
-// "Clearly supported" is lexical: the content words the sentence shares
-// with the source, weighted by how rare each word is among the sources,
-// make up at least a third of the sentence's weight and at least two
-// words (or every content word of a shorter sentence). It is what grounds a sentence in a source whether or not the model
-// wrote a marker, and it never invents support that is not in the text.
+// Markers a model writes anyway are removed. A sentence no source
+// supports carries no marker and is listed by [Writer.Unsupported]. With
+// [Options.Abstain], an answer in which no sentence is supported — a
+// guess, or the model's own "I don't know" — becomes [Options.AbstainText]
+// instead; while no sentence has been supported yet, the text is held
+// back, so a streamed answer never shows a guess it then takes back.
 //
-// Markers are written in one canonical form, [1] or [1][3] for several, so
-// that [Writer.Citations] can read them back from the final text.
+// Markers are written in one canonical form, [1] or [1][3] for several,
+// right after the sentence's final punctuation; a marker may trail its
+// sentence by one chunk of a stream (the sentence's end is known only when
+// the next character arrives).
 package citation
 
 import (
-	"fmt"
+	"context"
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -78,78 +81,6 @@ type Citation struct {
 	Sources []CitedSource `json:"sources"`
 }
 
-// maxPromptSourceChars bounds each source's text in the prompt.
-const maxPromptSourceChars = 4000
-
-// snippetChars bounds a cited source's snippet.
-const snippetChars = 300
-
-// SystemPrompt returns the system message that gives the model the
-// numbered sources; with cite it also asks for [n] markers.
-func SystemPrompt(srcs []Source, cite bool) string {
-	var b strings.Builder
-	if cite {
-		b.WriteString("Answer the user's question using the sources below. After each sentence that uses a source, write the source's number in square brackets, like [1].\n")
-	} else {
-		b.WriteString("Answer the user's question using the sources below.\n")
-	}
-	b.WriteString("\nSources:\n")
-	for i, s := range srcs {
-		fmt.Fprintf(&b, "\n[%d]", i+1)
-		if s.Title != "" {
-			b.WriteString(" " + oneLine(s.Title))
-		}
-		b.WriteString("\n" + truncate(strings.TrimSpace(s.Text), maxPromptSourceChars) + "\n")
-	}
-	return b.String()
-}
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-// truncate cuts s to at most n characters, at a space when one is near.
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)[:n]
-	if i := strings.LastIndexFunc(string(r), unicode.IsSpace); i > len(string(r))*3/4 {
-		return strings.TrimSpace(string(r)[:i]) + "…"
-	}
-	return string(r) + "…"
-}
-
-// Writer settles the markers of an answer as its text arrives. Write takes
-// generated text and returns the text that can go to the client now; Flush
-// returns the rest at the end. The concatenation of everything returned is
-// the final answer, which Citations describes. A Writer is not safe for
-// concurrent use.
-type Writer struct {
-	srcs  []Source
-	cite  bool
-	words []map[string]bool // content words of each source
-	idf   map[string]float64
-
-	out      strings.Builder // everything returned so far
-	outRunes int             // characters in out
-	pending  string          // held back: a possible marker or trailing white space
-	sentence strings.Builder // the current sentence's text so far (markers excluded)
-	sentAt   int             // character offset in out where the sentence began
-	marked   bool            // the current sentence has a marker
-	closing  bool            // the current sentence ended; it closes at the next non-space
-	// unsupported are the sentences whose markers were dropped because a
-	// fact they state is in none of the sources they cited.
-	unsupported []Span
-	// prev is the sentence a marker settled last, until new text starts
-	// another: a marker that follows at once (whether or not the end of
-	// the sentence was seen in between) belongs to it too. prevDropped
-	// says its marker was dropped.
-	prev        string
-	prevDropped bool
-	// afterTerminal: the last text ended with . ! or ?, and whether the
-	// sentence ended there depends on the next character (a space).
-	afterTerminal bool
-}
-
 // Span is a part of the answer: character offsets, End exclusive.
 type Span struct {
 	Start int    `json:"start"`
@@ -157,14 +88,113 @@ type Span struct {
 	Text  string `json:"text"`
 }
 
-// NewWriter returns a Writer for an answer drawing on srcs; with cite false
-// it removes every marker.
-func NewWriter(srcs []Source, cite bool) *Writer {
-	w := &Writer{srcs: srcs, cite: cite, idf: map[string]float64{}}
+// Embedder returns one L2-normalised vector per text (the deployment's
+// embedding model). Its errors make attribution fall back to words alone.
+type Embedder func(ctx context.Context, texts []string) ([][]float32, error)
+
+// DefaultAbstainText is what an answer says when its sources do not.
+const DefaultAbstainText = "The sources do not say."
+
+// Options configure a [Writer].
+type Options struct {
+	// Cite attributes sentences and writes markers; without it every
+	// marker is removed and the text passes as it is.
+	Cite bool
+	// Abstain replaces an answer that has no supported sentence with
+	// AbstainText (DefaultAbstainText when empty). Only with Cite.
+	Abstain     bool
+	AbstainText string
+	// Question is what the answer answers: a short answer ("Purple.") is
+	// compared with the sources together with it, and the words the
+	// answer repeats from it need no source.
+	Question string
+	// Embed, when set, measures how close in meaning a sentence is to the
+	// sources' sentences; Context bounds its calls.
+	Embed   Embedder
+	Context context.Context
+}
+
+// Thresholds of support (see the package comment). They were set on
+// bench/answers' labelled set with all-MiniLM-L6-v2.
+const (
+	// minSimilarity is the cosine a sentence needs with one of the
+	// source's sentences.
+	minSimilarity = 0.5
+	// minSupport is the share of a sentence's content-word weight a source
+	// must hold, without embeddings or below minSimilarity; minShared the
+	// number of shared words (or all of them, for a shorter sentence).
+	minSupport = 0.34
+	minShared  = 2
+	// minNovel is the share of the words a sentence adds to the question
+	// that its sources must hold (room for a paraphrased verb).
+	minNovel = 0.5
+	// shortSentence: a sentence with fewer content words is compared with
+	// the sources together with the question it answers.
+	shortSentence = 6
+	// maxSourceSentences bounds what is embedded per answer.
+	maxSourceSentences = 256
+)
+
+// maxMarker is the longest text held back as a possible model marker.
+const maxMarker = 16
+
+// snippetChars bounds a cited source's snippet.
+const snippetChars = 300
+
+// Writer settles an answer as its text arrives. Write takes generated text
+// and returns the text that can go to the client now; Flush returns the
+// rest at the end. The concatenation of everything returned is the final
+// answer, which Citations and Unsupported describe. A Writer is not safe
+// for concurrent use.
+type Writer struct {
+	srcs []Source
+	opts Options
+
+	words    []map[string]bool // content words (stemmed) of each source
+	factSets []map[string]bool // fact words of each source
+	idf      map[string]float64
+	question map[string]bool // the question's content words (stemmed)
+
+	// Source sentences and their vectors, embedded once in the background
+	// (started by NewWriter) and waited for by the first attribution.
+	sentOf  []int // source index of each sentence
+	vecs    [][]float32
+	vecOnce sync.Once
+	vecDone chan struct{}
+
+	out      strings.Builder // the answer so far
+	outRunes int
+	returned int    // bytes of out already returned
+	pending  string // input not yet settled (a possible marker, white space)
+	cur      strings.Builder
+	curAt    int  // character offset in out where cur began
+	holding  bool // no sentence is supported yet: nothing is returned
+	done     bool
+
+	citations   []Citation
+	unsupported []Span
+	abstained   bool
+}
+
+// NewWriter returns a Writer for an answer drawing on srcs. With an
+// Embedder it starts embedding the sources' sentences at once, so that
+// the work overlaps the model reading its prompt.
+func NewWriter(srcs []Source, o Options) *Writer {
+	if o.AbstainText == "" {
+		o.AbstainText = DefaultAbstainText
+	}
+	if o.Context == nil {
+		o.Context = context.Background()
+	}
+	if !o.Cite {
+		o.Abstain = false
+	}
+	w := &Writer{srcs: srcs, opts: o, idf: map[string]float64{}, holding: o.Abstain, vecDone: make(chan struct{})}
 	df := map[string]int{}
 	for _, s := range srcs {
 		ws := contentWords(s.Title + " " + s.Text)
 		w.words = append(w.words, ws)
+		w.factSets = append(w.factSets, factWords(s.Title+" "+s.Text))
 		for t := range ws {
 			df[t]++
 		}
@@ -172,118 +202,172 @@ func NewWriter(srcs []Source, cite bool) *Writer {
 	for t, n := range df {
 		w.idf[t] = math.Log(1 + float64(len(srcs))/float64(n))
 	}
+	w.question = contentWords(o.Question)
+	if o.Cite && o.Embed != nil && len(srcs) > 0 {
+		go w.embedSources()
+	} else {
+		close(w.vecDone)
+	}
 	return w
 }
 
-// maxMarker is the longest text held back as a possible marker.
-const maxMarker = 16
+// embedSources embeds every source's sentences (its title with each, so
+// that "It was built in 1872." still says what "it" is).
+func (w *Writer) embedSources() {
+	defer close(w.vecDone)
+	var texts []string
+	var of []int
+	for i, s := range w.srcs {
+		for _, sent := range splitSentences(s.Text) {
+			if len(texts) == maxSourceSentences {
+				break
+			}
+			t := sent
+			if s.Title != "" {
+				t = s.Title + ": " + sent
+			}
+			texts = append(texts, t)
+			of = append(of, i)
+		}
+	}
+	if len(texts) == 0 {
+		return
+	}
+	vecs, err := w.opts.Embed(w.opts.Context, texts)
+	if err != nil || len(vecs) != len(texts) {
+		return // words alone decide
+	}
+	w.sentOf, w.vecs = of, vecs
+}
 
 // Write adds generated text and returns what can be sent now.
 func (w *Writer) Write(text string) string {
+	if w.done {
+		return ""
+	}
 	w.pending += text
-	return w.drain(false)
+	w.drain(false)
+	return w.release()
 }
 
-// Flush returns the text still held back, ending the answer.
+// Flush ends the answer and returns the text still held back. An answer
+// with no supported sentence, under Options.Abstain, is AbstainText.
 func (w *Writer) Flush() string {
-	return w.drain(true)
+	if w.done {
+		return ""
+	}
+	w.drain(true)
+	w.done = true
+	if w.holding {
+		w.abstained = true
+		w.out.Reset()
+		w.out.WriteString(w.opts.AbstainText)
+		w.outRunes = utf8.RuneCountInString(w.opts.AbstainText)
+		w.citations, w.unsupported = nil, nil
+		w.holding = false
+	}
+	return w.release()
 }
 
-// Text returns the whole answer returned so far.
+// release returns what of the answer the client has not had, unless the
+// answer is being held back.
+func (w *Writer) release() string {
+	if w.holding {
+		return ""
+	}
+	s := w.out.String()[w.returned:]
+	w.returned = w.out.Len()
+	return s
+}
+
+// Text returns the answer written so far (all of it after Flush).
 func (w *Writer) Text() string { return w.out.String() }
 
-// drain emits what of pending is settled; at the end (final) everything.
-func (w *Writer) drain(final bool) string {
-	start := w.out.Len()
+// Abstained reports whether the answer was replaced by the abstain text.
+func (w *Writer) Abstained() bool { return w.abstained }
+
+// Citations lists the answer's citations. Call it after Flush.
+func (w *Writer) Citations() []Citation {
+	if w.citations == nil {
+		return []Citation{}
+	}
+	return w.citations
+}
+
+// Unsupported lists the sentences of the answer that no source supports
+// (they carry no marker). Call it after Flush.
+func (w *Writer) Unsupported() []Span {
+	if w.unsupported == nil {
+		return []Span{}
+	}
+	return w.unsupported
+}
+
+// drain settles what of pending it can; at the end (final) everything.
+func (w *Writer) drain(final bool) {
 	p := w.pending
+	w.pending = ""
 	for len(p) > 0 {
 		r, size := utf8.DecodeRuneInString(p)
-		if w.afterTerminal {
-			w.afterTerminal = false
-			if unicode.IsSpace(r) {
-				w.endSentence()
-			}
-		}
 		switch {
 		case r == '[':
-			end := strings.IndexByte(p, ']')
-			// A marker is at most maxMarker long, whether it arrives in one
-			// piece or not.
-			if end < 0 || end >= maxMarker {
-				if end < 0 && !final && len(p) < maxMarker && markerPrefix(p[1:]) {
-					w.pending = p
-					return w.out.String()[start:]
-				}
-				w.text(p[:1])
-				p = p[1:]
-				continue
-			}
-			nums, ok := parseMarker(p[1:end])
-			if !ok {
-				w.text(p[:1])
-				p = p[1:]
-				continue
-			}
-			w.marker(nums)
-			p = p[end+1:]
-		case unicode.IsSpace(r):
-			// White space is held until what follows shows whether a
-			// marker (which takes the space before it) comes next.
-			n := len(p) - len(strings.TrimLeftFunc(p, unicode.IsSpace))
-			if n == len(p) && !final {
+			if n, wait := markerAt(p, final); wait {
 				w.pending = p
-				return w.out.String()[start:]
+				return
+			} else if n > 0 {
+				p = p[n:] // the model's marker: Sovereign writes its own
+				continue
 			}
-			ws := p[:n]
-			p = p[n:]
-			if len(p) > 0 && p[0] == '[' {
-				if end := strings.IndexByte(p, ']'); end < 0 && !final && len(p) < maxMarker && markerPrefix(p[1:]) {
-					w.pending = ws + p
-					return w.out.String()[start:]
-				} else if end > 0 && end < maxMarker {
-					if _, ok := parseMarker(p[1:end]); ok {
-						continue // the space before a marker is dropped
-					}
+			w.text(p[:1])
+			p = p[1:]
+		case unicode.IsSpace(r):
+			n := len(p) - len(strings.TrimLeftFunc(p, unicode.IsSpace))
+			ws, rest := p[:n], p[n:]
+			if rest == "" && !final {
+				w.pending = p // what follows decides
+				return
+			}
+			if strings.HasPrefix(rest, "[") {
+				if m, wait := markerAt(rest, final); wait {
+					w.pending = p
+					return
+				} else if m > 0 {
+					p = rest[m:] // a marker takes the space before it
+					continue
 				}
 			}
-			if strings.ContainsRune(ws, '\n') {
-				w.endSentence()
-			}
-			w.closeSentence()
-			w.text(ws)
-		default:
-			if w.closing {
+			if strings.ContainsRune(ws, '\n') || rest == "" || w.sentenceEnded() {
 				w.closeSentence()
+				w.emit(ws)
+			} else {
+				w.text(ws)
 			}
+			p = rest
+		default:
 			w.text(p[:size])
 			p = p[size:]
-			switch {
-			case !isTerminal(r):
-			case len(p) == 0 && !final:
-				// The next text decides (as it would in one piece).
-				w.afterTerminal = true
-			case len(p) == 0 || startsWithSpace(p):
-				w.endSentence()
-			}
 		}
 	}
-	w.pending = ""
 	if final {
-		if w.afterTerminal {
-			w.afterTerminal = false
-			w.endSentence()
-		}
 		w.closeSentence()
 	}
-	return w.out.String()[start:]
 }
 
-func startsWithSpace(s string) bool {
-	r, _ := utf8.DecodeRuneInString(s)
-	return unicode.IsSpace(r)
+// markerAt reports whether p starts with a model's marker ([1], [1, 2]):
+// its length, or wait when p is a marker's beginning and more may come.
+func markerAt(p string, final bool) (n int, wait bool) {
+	end := strings.IndexByte(p, ']')
+	if end < 0 {
+		return 0, !final && len(p) < maxMarker && markerPrefix(p[1:])
+	}
+	if end >= maxMarker {
+		return 0, false
+	}
+	if _, ok := parseMarker(p[1:end]); ok {
+		return end + 1, false
+	}
+	return 0, false
 }
-
-func isTerminal(r rune) bool { return r == '.' || r == '!' || r == '?' || r == '。' }
 
 // markerPrefix reports whether s (after '[') could still become a marker.
 func markerPrefix(s string) bool {
@@ -311,139 +395,256 @@ func parseMarker(s string) ([]int, bool) {
 	return out, len(out) > 0
 }
 
-// emit returns text to the client as it is.
+// emit appends text outside any sentence (the white space between them).
 func (w *Writer) emit(s string) {
+	if w.opts.Cite && w.out.Len() == 0 && strings.TrimSpace(s) == "" {
+		return // an answer starts with its text (a removed marker may leave a space)
+	}
 	w.out.WriteString(s)
 	w.outRunes += utf8.RuneCountInString(s)
 }
 
-// text emits answer text that belongs to the current sentence.
+// text appends text of the current sentence.
 func (w *Writer) text(s string) {
-	if w.sentence.Len() == 0 {
-		w.sentAt = w.outRunes
+	if w.cur.Len() == 0 {
+		if strings.TrimSpace(s) == "" {
+			w.emit(s)
+			return
+		}
+		w.curAt = w.outRunes
 	}
-	if strings.TrimSpace(s) != "" {
-		w.prev = ""
-	}
-	w.sentence.WriteString(s)
+	w.cur.WriteString(s)
 	w.emit(s)
 }
 
-// endSentence notes that the current sentence has ended; its attribution
-// waits until what follows shows that no marker of the model's comes.
-func (w *Writer) endSentence() {
-	if strings.TrimSpace(w.sentence.String()) != "" {
-		w.closing = true
+// sentenceEnded reports whether the current sentence ends with final
+// punctuation (before closing quotes or brackets) that is not an
+// abbreviation's or an initial's.
+func (w *Writer) sentenceEnded() bool {
+	s := strings.TrimRightFunc(w.cur.String(), func(r rune) bool { return strings.ContainsRune(`"')]”’»*`, r) })
+	r, size := utf8.DecodeLastRuneInString(s)
+	if !isTerminal(r) {
+		return false
 	}
+	if r != '.' {
+		return true
+	}
+	word := s[:len(s)-size]
+	if i := strings.LastIndexFunc(word, func(r rune) bool { return unicode.IsSpace(r) || r == '(' }); i >= 0 {
+		word = word[i+1:]
+	}
+	if utf8.RuneCountInString(word) == 1 && unicode.IsUpper([]rune(word)[0]) {
+		return false // an initial: "J. Smith"
+	}
+	return !abbreviations[strings.ToLower(word)]
 }
 
-// closeSentence settles the current sentence: an unmarked sentence that a
-// source clearly supports gets that source's marker.
+var abbreviations = map[string]bool{"e.g": true, "i.e": true, "mr": true, "mrs": true, "ms": true, "dr": true, "st": true,
+	"no": true, "vs": true, "approx": true, "fig": true, "cf": true, "capt": true, "gen": true, "prof": true, "jr": true, "sr": true}
+
+func isTerminal(r rune) bool { return r == '.' || r == '!' || r == '?' || r == '。' }
+
+// closeSentence settles the current sentence: its markers, its citation,
+// or its place among the unsupported.
 func (w *Writer) closeSentence() {
-	if !w.closing {
+	// cur never ends in white space: drain closes a sentence before it
+	// emits the space that follows.
+	text := w.cur.String()
+	w.cur.Reset()
+	if text == "" || !w.opts.Cite {
 		return
 	}
-	if w.cite && !w.marked {
-		if best, _ := w.best(w.sentence.String()); best >= 0 {
-			if w.factsHold(w.sentence.String(), []int{best + 1}) {
-				w.writeMarker([]int{best + 1})
-			} else {
-				// It reads like the source but states what the source
-				// does not: no marker, and listed.
-				w.unsupported = append(w.unsupported, w.sentenceSpan())
+	span := Span{Start: w.curAt, End: w.curAt + utf8.RuneCountInString(text), Text: text}
+	nums, claim := w.attribute(text)
+	if len(nums) == 0 {
+		if claim {
+			w.unsupported = append(w.unsupported, span)
+		}
+		return
+	}
+	c := Citation{Index: len(w.citations), Start: span.Start, End: span.End, Text: span.Text}
+	for _, n := range nums {
+		src := w.srcs[n-1]
+		snippet := truncate(strings.TrimSpace(src.Text), snippetChars)
+		src.Text = ""
+		c.Sources = append(c.Sources, CitedSource{Source: src, Snippet: snippet, Number: n})
+		w.emit("[" + strconv.Itoa(n) + "]")
+	}
+	w.citations = append(w.citations, c)
+	w.holding = false
+}
+
+// attribute returns the numbers of the sources that support sentence
+// (none when no source or pair of sources does), and whether the
+// sentence states anything (a claim; an abstention or a bare connective
+// does not).
+func (w *Writer) attribute(sentence string) ([]int, bool) {
+	claimText := stripBullet(sentence)
+	cw := contentWords(claimText)
+	fs := facts(claimText)
+	if len(cw) == 0 && len(fs) == 0 {
+		return nil, false
+	}
+	if w.isAbstention(claimText) {
+		return nil, false
+	}
+	if len(w.srcs) == 0 {
+		return nil, true
+	}
+	var novel []string
+	for t := range cw {
+		if !w.question[t] {
+			novel = append(novel, t)
+		}
+	}
+	sim := w.similarity(claimText, len(cw))
+	type cand struct {
+		i       int
+		score   float64
+		factsOK bool
+		have    map[string]bool // facts this source holds
+	}
+	cands := make([]cand, len(w.srcs))
+	best := -1
+	for i := range w.srcs {
+		have := map[string]bool{}
+		for _, f := range fs {
+			if w.factSets[i][f] {
+				have[f] = true
+			}
+		}
+		c := cand{i: i, factsOK: len(have) == len(uniq(fs)), have: have}
+		lex := w.support(cw, i)
+		c.score = lex
+		if sim != nil {
+			c.score = math.Max(sim[i], lex)
+		}
+		cands[i] = c
+		if c.factsOK && w.novelHeld(novel, i, -1) && w.close(cw, i, sim) && (best < 0 || c.score > cands[best].score) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		return []int{best + 1}, true
+	}
+	// Two sources that hold the facts between them, each some of them.
+	if len(fs) < 2 {
+		return nil, true
+	}
+	bi, bj, bs := -1, -1, 0.0
+	for i := range cands {
+		for j := i + 1; j < len(cands); j++ {
+			a, b := cands[i], cands[j]
+			if len(a.have) == 0 || len(b.have) == 0 || a.factsOK || b.factsOK {
+				continue
+			}
+			all, onlyA, onlyB := true, false, false
+			for _, f := range fs {
+				switch {
+				case a.have[f] && !b.have[f]:
+					onlyA = true
+				case b.have[f] && !a.have[f]:
+					onlyB = true
+				case !a.have[f] && !b.have[f]:
+					all = false
+				}
+			}
+			if !all || !onlyA || !onlyB || !w.novelHeld(novel, i, j) || !(w.close(cw, i, sim) || w.close(cw, j, sim) || w.supportPair(cw, i, j) >= minSupport) {
+				continue
+			}
+			if s := a.score + b.score; s > bs {
+				bi, bj, bs = i, j, s
 			}
 		}
 	}
-	w.sentence.Reset()
-	w.marked, w.closing = false, false
+	if bi >= 0 {
+		return []int{bi + 1, bj + 1}, true
+	}
+	return nil, true
 }
 
-// marker handles a marker the model wrote for the current sentence.
-func (w *Writer) marker(nums []int) {
-	if !w.cite {
-		return
+// close reports whether source i is close to the sentence: in meaning
+// (sim, when embedded) or in its rarity-weighted words.
+func (w *Writer) close(cw map[string]bool, i int, sim []float64) bool {
+	if sim != nil && sim[i] >= minSimilarity {
+		return true
 	}
-	var valid []int
-	for _, n := range nums {
-		if n >= 1 && n <= len(w.srcs) && !contains(valid, n) {
-			valid = append(valid, n)
+	n := 0
+	for t := range cw {
+		if w.words[i][t] {
+			n++
 		}
 	}
-	if len(valid) == 0 {
-		return
-	}
-	sent := w.sentence.String()
-	if strings.TrimSpace(sent) == "" && w.prev != "" {
-		// Another marker for the sentence just settled.
-		if w.prevDropped {
-			return
-		}
-		sent = w.prev
-	}
-	supported := false
-	for _, n := range valid {
-		if w.support(sent, n-1) > 0 {
-			supported = true
-		}
-	}
-	if !supported {
-		if best, _ := w.best(sent); best >= 0 {
-			valid = []int{best + 1}
-		}
-	}
-	dropped := !w.factsHold(sent, valid)
-	if !dropped {
-		w.writeMarker(valid)
-	} else if !w.marked && strings.TrimSpace(w.sentence.String()) != "" {
-		// A number or name of the sentence is in none of its sources: the
-		// marker would vouch for something the sources do not say.
-		w.unsupported = append(w.unsupported, w.sentenceSpan())
-	}
-	w.marked = true
-	w.prev, w.prevDropped = sent, dropped
-	// A marker after the sentence's end (seen, or the sentence's last
-	// character is . ! ?) belongs to it; the sentence is settled.
-	if r, _ := utf8.DecodeLastRuneInString(strings.TrimSpace(w.sentence.String())); w.closing || isTerminal(r) {
-		w.sentence.Reset()
-		w.marked, w.closing = false, false
-	}
+	return n >= min(minShared, len(cw)) && n > 0 && w.support(cw, i) >= minSupport
 }
 
-func (w *Writer) writeMarker(nums []int) {
-	for _, n := range nums {
-		w.emit("[" + strconv.Itoa(n) + "]")
+// novelHeld reports whether sources i (and j, when ≥ 0) hold at least
+// minNovel of the words the sentence adds to the question.
+func (w *Writer) novelHeld(novel []string, i, j int) bool {
+	if len(novel) == 0 {
+		return true
 	}
-}
-
-func contains(xs []int, x int) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
+	n := 0
+	for _, t := range novel {
+		if w.words[i][t] || j >= 0 && w.words[j][t] {
+			n++
 		}
 	}
-	return false
+	return float64(n) >= minNovel*float64(len(novel))
 }
 
-// minSupport is the share of a sentence's content-word weight a source
-// must hold to support it clearly; minShared the number of shared words
-// (or all of them, for a sentence of fewer content words).
-const (
-	minSupport = 0.34
-	minShared  = 2
-)
+// similarity returns, per source, the best cosine between the sentence
+// (with the question, when it is short) and the source's sentences; nil
+// without embeddings.
+func (w *Writer) similarity(sentence string, contentWords int) []float64 {
+	if w.opts.Embed == nil {
+		return nil
+	}
+	<-w.vecDone
+	if len(w.vecs) == 0 {
+		return nil
+	}
+	text := sentence
+	if contentWords < shortSentence && w.opts.Question != "" {
+		text = w.opts.Question + " " + sentence
+	}
+	v, err := w.opts.Embed(w.opts.Context, []string{text})
+	if err != nil || len(v) != 1 {
+		return nil
+	}
+	out := make([]float64, len(w.srcs))
+	for k, sv := range w.vecs {
+		if d := dot(v[0], sv); d > out[w.sentOf[k]] {
+			out[w.sentOf[k]] = d
+		}
+	}
+	return out
+}
 
-// support is the idf-weighted share of the sentence's content words that
-// source i holds (0 to 1).
-func (w *Writer) support(sentence string, i int) float64 {
-	sw := contentWords(sentence)
+func dot(a, b []float32) float64 {
+	var s float64
+	for i := range min(len(a), len(b)) {
+		s += float64(a[i]) * float64(b[i])
+	}
+	return s
+}
+
+// support is the idf-weighted share of the content words cw that source i
+// holds (0 to 1).
+func (w *Writer) support(cw map[string]bool, i int) float64 {
+	return w.supportPair(cw, i, -1)
+}
+
+// supportPair is support over sources i and j together (j < 0: i alone).
+func (w *Writer) supportPair(cw map[string]bool, i, j int) float64 {
 	var total, shared float64
-	for t := range sw {
+	for t := range cw {
 		wt := w.idf[t]
 		if wt == 0 {
 			wt = math.Log(1 + float64(len(w.srcs))) // a word no source has
 		}
 		total += wt
-		if w.words[i][t] {
+		if w.words[i][t] || j >= 0 && w.words[j][t] {
 			shared += wt
 		}
 	}
@@ -453,75 +654,87 @@ func (w *Writer) support(sentence string, i int) float64 {
 	return shared / total
 }
 
-// best returns the source that clearly supports sentence best, or -1.
-func (w *Writer) best(sentence string) (int, float64) {
-	sw := contentWords(sentence)
-	best, bestScore := -1, 0.0
-	for i := range w.srcs {
-		n := 0
-		for t := range sw {
-			if w.words[i][t] {
-				n++
-			}
-		}
-		if n < min(minShared, len(sw)) || n == 0 {
-			continue
-		}
-		if sc := w.support(sentence, i); sc >= minSupport && sc > bestScore {
-			best, bestScore = i, sc
-		}
-	}
-	return best, bestScore
+// abstentions are phrases with which a model says its sources do not
+// answer (lower case, apostrophes straight).
+var abstentions = []string{
+	"i don't know", "i do not know", "do not say", "does not say", "don't say", "doesn't say",
+	"do not mention", "does not mention", "doesn't mention", "don't mention", "not mentioned",
+	"do not contain", "does not contain", "doesn't contain", "don't contain",
+	"do not provide", "does not provide", "doesn't provide", "don't provide", "not provided",
+	"no information", "not specified", "cannot be determined", "can't be determined",
+	"not stated", "does not state", "do not state", "there is no mention",
 }
 
-// sentenceSpan is the current sentence's span in the answer, without the
-// white space around it.
-func (w *Writer) sentenceSpan() Span {
-	text := w.sentence.String()
-	lead := utf8.RuneCountInString(text) - utf8.RuneCountInString(strings.TrimLeftFunc(text, unicode.IsSpace))
-	text = strings.TrimSpace(text)
-	start := w.sentAt + lead
-	return Span{Start: start, End: start + utf8.RuneCountInString(text), Text: text}
-}
-
-// Unsupported lists the sentences whose markers were dropped, or that were
-// not given one, because a number or name they state is in none of the
-// sources. Call it after Flush.
-func (w *Writer) Unsupported() []Span {
-	if w.unsupported == nil {
-		return []Span{}
-	}
-	return w.unsupported
-}
-
-// factsHold reports whether every checkable fact of sentence (see facts)
-// appears in at least one of the numbered sources.
-func (w *Writer) factsHold(sentence string, nums []int) bool {
-	fs := facts(sentence)
-	if len(fs) == 0 {
+// isAbstention reports whether a sentence says the sources do not answer.
+func (w *Writer) isAbstention(s string) bool {
+	l := strings.ToLower(strings.ReplaceAll(strings.ReplaceAll(s, "’", "'"), "‘", "'"))
+	if strings.Contains(l, strings.ToLower(strings.TrimRight(w.opts.AbstainText, "."))) {
 		return true
 	}
-	var have []map[string]bool
-	for _, n := range nums {
-		if n >= 1 && n <= len(w.srcs) {
-			src := w.srcs[n-1]
-			have = append(have, factWords(src.Title+" "+src.Text))
+	for _, a := range abstentions {
+		if strings.Contains(l, a) {
+			return true
 		}
 	}
-	for _, f := range fs {
-		found := false
-		for _, h := range have {
-			if h[f] {
-				found = true
-				break
+	return false
+}
+
+// stripBullet removes a list item's bullet or number.
+func stripBullet(s string) string {
+	t := strings.TrimLeft(s, " \t-*•")
+	if i := strings.IndexAny(t, ".)"); i > 0 && i <= 3 {
+		if _, err := strconv.Atoi(t[:i]); err == nil {
+			t = t[i+1:]
+		}
+	}
+	return strings.TrimSpace(t)
+}
+
+func uniq(xs []string) map[string]bool {
+	m := map[string]bool{}
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
+}
+
+// splitSentences cuts a source's text into sentences (at final
+// punctuation followed by white space, and at line breaks).
+func splitSentences(text string) []string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		start := 0
+		runes := []rune(line)
+		for i, r := range runes {
+			if isTerminal(r) && (i+1 == len(runes) || unicode.IsSpace(runes[i+1])) {
+				if s := strings.TrimSpace(string(runes[start : i+1])); s != "" {
+					out = append(out, s)
+				}
+				start = i + 1
 			}
 		}
-		if !found {
-			return false
+		if s := strings.TrimSpace(string(runes[start:])); s != "" {
+			out = append(out, s)
 		}
 	}
-	return true
+	return out
 }
+
+// truncate cuts s to at most n characters, at a space when one is near.
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)[:n]
+	if i := strings.LastIndexFunc(string(r), unicode.IsSpace); i > len(string(r))*3/4 {
+		return strings.TrimSpace(string(r)[:i]) + "…"
+	}
+	return string(r) + "…"
+}
+
+// Truncate cuts a source's text to at most n characters for a prompt, at
+// a space when one is near, marking the cut with an ellipsis.
+func Truncate(s string, n int) string { return truncate(s, n) }
 
 // facts returns what a sentence states that can be checked against a
 // source word for word: its numbers (digit runs, as in "1872" or the 1900
@@ -534,9 +747,7 @@ func facts(sentence string) []string {
 		r, _ := utf8.DecodeRuneInString(f)
 		switch {
 		case unicode.IsDigit(r):
-			for _, d := range digitRuns(f) {
-				out = append(out, d)
-			}
+			out = append(out, digitRuns(f)...)
 		case !first && unicode.IsUpper(r) && utf8.RuneCountInString(f) > 1:
 			out = append(out, strings.ToLower(f))
 		}
@@ -559,84 +770,13 @@ func factWords(s string) map[string]bool {
 		for _, d := range digitRuns(f) {
 			out[d] = true
 		}
+		// "Qarth's" is a fact about Qarth.
+		out[strings.TrimSuffix(f, "s")] = true
 	}
 	return out
 }
 
-// Citations lists the answer's citations: for each run of markers, the
-// text it follows back to the previous sentence end or marker, and its
-// sources. Call it after Flush.
-func (w *Writer) Citations() []Citation {
-	return Parse(w.out.String(), w.srcs)
-}
-
-// Parse lists the citations of an answer whose markers are in canonical
-// form ([1] or [1][3]) and name srcs by number.
-func Parse(answer string, srcs []Source) []Citation {
-	out := []Citation{}
-	runes := []rune(answer)
-	spanStart := 0 // where the text the next marker cites may begin
-	for i := 0; i < len(runes); {
-		if runes[i] != '[' {
-			if i > 0 && isTerminal(runes[i-1]) && unicode.IsSpace(runes[i]) || runes[i] == '\n' {
-				spanStart = i + 1
-			}
-			i++
-			continue
-		}
-		nums, end := readMarkers(runes, i)
-		if len(nums) == 0 {
-			i++
-			continue
-		}
-		s, e := spanStart, i
-		for s < e && unicode.IsSpace(runes[s]) {
-			s++
-		}
-		for e > s && unicode.IsSpace(runes[e-1]) {
-			e--
-		}
-		if e > s {
-			c := Citation{Index: len(out), Start: s, End: e, Text: string(runes[s:e])}
-			for _, n := range nums {
-				if n < 1 || n > len(srcs) {
-					continue
-				}
-				src := srcs[n-1]
-				snippet := truncate(strings.TrimSpace(src.Text), snippetChars)
-				src.Text = ""
-				c.Sources = append(c.Sources, CitedSource{Source: src, Snippet: snippet, Number: n})
-			}
-			if len(c.Sources) > 0 {
-				out = append(out, c)
-			}
-		}
-		spanStart = end
-		i = end
-	}
-	return out
-}
-
-// readMarkers reads a run of canonical markers starting at runes[i] and
-// returns their numbers and the index after the run.
-func readMarkers(runes []rune, i int) ([]int, int) {
-	var nums []int
-	for i < len(runes) && runes[i] == '[' {
-		j := i + 1
-		for j < len(runes) && runes[j] >= '0' && runes[j] <= '9' {
-			j++
-		}
-		if j == i+1 || j >= len(runes) || runes[j] != ']' {
-			break
-		}
-		n, _ := strconv.Atoi(string(runes[i+1 : j]))
-		nums = append(nums, n)
-		i = j + 1
-	}
-	return nums, i
-}
-
-// contentWords returns the lower-cased words of s that carry content:
+// contentWords returns the stems of the words of s that carry content:
 // letters or digits, at least three characters (or two digits), not a
 // common function word.
 func contentWords(s string) map[string]bool {
@@ -647,15 +787,26 @@ func contentWords(s string) map[string]bool {
 		if n < 3 && !(digits && n >= 2) || stopwords[f] {
 			continue
 		}
-		out[f] = true
+		out[stem(f)] = true
 	}
 	return out
+}
+
+// stem strips the commonest English inflections, so that "ships",
+// "shipped" and "ship" meet.
+func stem(w string) string {
+	for _, suf := range []string{"ing", "ed", "es", "s"} {
+		if strings.HasSuffix(w, suf) && utf8.RuneCountInString(w)-len(suf) >= 3 {
+			return strings.TrimSuffix(w, suf)
+		}
+	}
+	return w
 }
 
 // stopwords are English function words that say nothing about a source.
 var stopwords = func() map[string]bool {
 	m := map[string]bool{}
-	for _, w := range strings.Fields(`the and for are but not you all any can had her was one our out has have him his how its may new now old see two who did get let put say she too use that with this from they will would there their what about which when make like time just know take into year your some could them than then look only come over also back after work first well even want because these give most very been were said each where such here more other many much should those being does done while through between under again still both same own off down upon yes answer question source sources`) {
+	for _, w := range strings.Fields(`the and for are but not you all any can had her was one our out has have him his how its may new now old see two who did get let put say she too use that with this from they will would there their what about which when make like time just know take into year your some could them than then look only come over also back after work first well even want because these give most very been were said each where such here more other many much should those being does done while through between under again still both same own off down upon yes answer question source sources context based according provided text`) {
 		m[w] = true
 	}
 	return m

@@ -1,6 +1,8 @@
 package citation
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -13,85 +15,18 @@ var srcs = []Source{
 }
 
 // run feeds answer to a Writer in one piece and returns the final text.
-func run(answer string, cite bool) (string, []Citation) {
-	w := NewWriter(srcs, cite)
+func run(answer string, o Options) (string, *Writer) {
+	w := NewWriter(srcs, o)
 	out := w.Write(answer) + w.Flush()
 	if out != w.Text() {
 		panic("returned text differs from Text()")
 	}
-	return out, w.Citations()
-}
-
-func TestWriterSettlesMarkers(t *testing.T) {
-	cases := []struct {
-		name, in, want string
-		docs           []string // document of each citation's first source
-	}{
-		{"model markers kept", "The zorblat engine runs on purple coolant [1]. Quantum tomatoes ripen in darkness [2].",
-			"The zorblat engine runs on purple coolant[1]. Quantum tomatoes ripen in darkness[2].", []string{"doc_a", "doc_b"}},
-		{"marker after the period", "The zorblat engine runs on purple coolant. [1]",
-			"The zorblat engine runs on purple coolant.[1]", []string{"doc_a"}},
-		{"marker naming nothing removed", "Sky ships float on warm helium [7].",
-			"Sky ships float on warm helium.[3]", []string{"doc_c"}},
-		{"marker naming nothing, unsupported sentence", "I do not know [9].", "I do not know.", nil},
-		{"unmarked supported sentence gets a marker", "The zorblat engine was built in Qarth in 1872. It is old",
-			"The zorblat engine was built in Qarth in 1872.[1] It is old", []string{"doc_a"}},
-		{"wrong marker rewritten to the supporting source", "Quantum tomatoes ripen only in complete darkness [3].",
-			"Quantum tomatoes ripen only in complete darkness[2].", []string{"doc_b"}},
-		{"several sources in one marker", "Zorblat engines and sky ships both exist [1, 3].",
-			"Zorblat engines and sky ships both exist[1][3].", []string{"doc_a"}},
-		{"brackets that are not markers stay", "See [note] and [1a] here.", "See [note] and [1a] here.", nil},
-		{"unsupported sentence gets nothing", "Hello there. How are you?", "Hello there. How are you?", nil},
-		{"short sentence wholly supported", "Tomatoes. Helium.", "Tomatoes.[2] Helium.[3]", []string{"doc_b", "doc_c"}},
-		{"newline ends a sentence", "Veloria sky ships are steered by singing captains\nDone",
-			"Veloria sky ships are steered by singing captains[3]\nDone", []string{"doc_c"}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got, cits := run(c.in, true)
-			if got != c.want {
-				t.Fatalf("answer\n got %q\nwant %q", got, c.want)
-			}
-			if len(cits) != len(c.docs) {
-				t.Fatalf("%d citations, want %d: %+v", len(cits), len(c.docs), cits)
-			}
-			runes := []rune(got)
-			for i, ci := range cits {
-				if ci.Index != i || string(runes[ci.Start:ci.End]) != ci.Text || ci.Text == "" {
-					t.Fatalf("citation %d does not slice the answer: %+v", i, ci)
-				}
-				if ci.Sources[0].DocumentID != c.docs[i] {
-					t.Fatalf("citation %d cites %s, want %s", i, ci.Sources[0].DocumentID, c.docs[i])
-				}
-			}
-		})
-	}
-}
-
-func TestWriterWithoutCitationsRemovesMarkers(t *testing.T) {
-	got, cits := run("The zorblat engine runs on purple coolant [1]. Tomatoes [2][3] hum.", false)
-	if want := "The zorblat engine runs on purple coolant. Tomatoes hum."; got != want {
-		t.Fatalf("got %q, want %q", got, want)
-	}
-	if len(cits) != 0 {
-		t.Fatalf("citations without cite: %+v", cits)
-	}
-}
-
-func TestOffsetsAreCharacters(t *testing.T) {
-	got, cits := run("Ünïcode first: the zorblat engine runs on purple coolant [1].", true)
-	if len(cits) != 1 {
-		t.Fatalf("citations: %+v", cits)
-	}
-	c := cits[0]
-	if string([]rune(got)[c.Start:c.End]) != c.Text || !strings.HasPrefix(c.Text, "Ünïcode") {
-		t.Fatalf("offsets are not character offsets: %+v in %q", c, got)
-	}
+	return out, w
 }
 
 // chunked feeds in to a Writer in pieces of size bytes.
-func chunked(in string, size int, cite bool) string {
-	w := NewWriter(srcs, cite)
+func chunked(in string, size int, o Options) string {
+	w := NewWriter(srcs, o)
 	var b strings.Builder
 	for i := 0; i < len(in); i += size {
 		b.WriteString(w.Write(in[i:min(i+size, len(in))]))
@@ -99,93 +34,84 @@ func chunked(in string, size int, cite bool) string {
 	return b.String() + w.Flush()
 }
 
-// TestStreamingMatchesWhole checks that however the answer is cut into
-// chunks, the Writer returns the same text as for the whole answer.
-func TestStreamingMatchesWhole(t *testing.T) {
-	for _, in := range []string{
-		"The zorblat engine runs on purple coolant [1]. Quantum tomatoes ripen in darkness. [2] Sky ships [9] float on warm helium.",
-		"Veloria ships are steered by singing captains\n\nThe zorblat engine dates from 1872 [1,3].",
-		"[1] starts with a marker, then [ an open bracket and [12",
-	} {
-		whole, _ := run(in, true)
-		for size := 1; size <= 7; size++ {
-			if got := chunked(in, size, true); got != whole {
-				t.Fatalf("chunks of %d:\n got %q\nwant %q", size, got, whole)
-			}
+func checkSpans(t *testing.T, answer string, w *Writer) {
+	t.Helper()
+	runes := []rune(answer)
+	for i, c := range w.Citations() {
+		if c.Index != i || c.Start < 0 || c.End > len(runes) || c.Start >= c.End || string(runes[c.Start:c.End]) != c.Text {
+			t.Fatalf("citation %d does not slice the answer %q: %+v", i, answer, c)
+		}
+	}
+	for _, u := range w.Unsupported() {
+		if u.Start < 0 || u.End > len(runes) || string(runes[u.Start:u.End]) != u.Text {
+			t.Fatalf("unsupported span does not slice the answer %q: %+v", answer, u)
 		}
 	}
 }
 
-func TestSystemPromptNumbersSources(t *testing.T) {
-	p := SystemPrompt(srcs, true)
-	for i, s := range srcs {
-		if !strings.Contains(p, "["+string(rune('1'+i))+"] "+s.Title) || !strings.Contains(p, s.Text) {
-			t.Fatalf("prompt lacks source %d:\n%s", i+1, p)
-		}
+// TestWriterAttributesSentences: the model writes prose; every sentence a
+// source supports gets that source's marker after its final punctuation,
+// the model's own markers are removed, and the rest is left unmarked.
+func TestWriterAttributesSentences(t *testing.T) {
+	cases := []struct {
+		name, in, want string
+		docs           [][]string // documents of each citation
+	}{
+		{"plain prose gets markers", "The zorblat engine runs on purple coolant. Quantum tomatoes ripen in darkness.",
+			"The zorblat engine runs on purple coolant.[1] Quantum tomatoes ripen in darkness.[2]", [][]string{{"doc_a"}, {"doc_b"}}},
+		{"the model's markers are replaced", "Sky ships float on warm helium [7]. The zorblat engine runs on purple coolant. [3]",
+			"Sky ships float on warm helium.[3] The zorblat engine runs on purple coolant.[1]", [][]string{{"doc_c"}, {"doc_a"}}},
+		{"a heading copied as markers goes", "[1][2][3] The zorblat engine was built in Qarth in 1872.",
+			"The zorblat engine was built in Qarth in 1872.[1]", [][]string{{"doc_a"}}},
+		{"brackets that are not markers stay", "See [note] and [1a] here.", "See [note] and [1a] here.", nil},
+		{"a newline ends a sentence", "Veloria sky ships are steered by singing captains\n- Tomatoes hum at dawn",
+			"Veloria sky ships are steered by singing captains[3]\n- Tomatoes hum at dawn[2]", [][]string{{"doc_c"}, {"doc_b"}}},
+		{"an initial does not end a sentence", "Captain J. Veloria steers sky ships on warm helium.",
+			"Captain J. Veloria steers sky ships on warm helium.[3]", [][]string{{"doc_c"}}},
+		{"facts from two sources cite both", "The engine built in Qarth is carried by the sky ships of Veloria.",
+			"The engine built in Qarth is carried by the sky ships of Veloria.[1][3]", [][]string{{"doc_a", "doc_c"}}},
 	}
-	if !strings.Contains(p, "square brackets") || strings.Contains(SystemPrompt(srcs, false), "square brackets") {
-		t.Fatal("only the citing prompt asks for markers")
-	}
-	long := SystemPrompt([]Source{{Text: strings.Repeat("word ", 5000)}}, true)
-	if utf8.RuneCountInString(long) > maxPromptSourceChars+500 {
-		t.Fatalf("a long source is not truncated: %d characters", utf8.RuneCountInString(long))
-	}
-}
-
-func FuzzWriter(f *testing.F) {
-	f.Add("The zorblat engine runs on purple coolant [1]. Tomatoes [2].", 3)
-	f.Add("[[1]] [1,,2] [ 3 ] .[2]\n[1]", 1)
-	f.Add("ÿ\xff[1", 2)
-	f.Fuzz(func(t *testing.T, in string, size int) {
-		if size < 1 || size > 64 {
-			size = 1 + size%8
-			if size < 1 {
-				size = 1
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, w := run(c.in, Options{Cite: true})
+			if got != c.want {
+				t.Fatalf("answer\n got %q\nwant %q", got, c.want)
 			}
-		}
-		whole, cits := run(in, true)
-		if got := chunked(in, size, true); got != whole {
-			t.Fatalf("chunked output differs:\n got %q\nwant %q", got, whole)
-		}
-		runes := []rune(whole)
-		for _, c := range cits {
-			if c.Start < 0 || c.End > len(runes) || c.Start >= c.End || string(runes[c.Start:c.End]) != c.Text {
-				t.Fatalf("citation does not slice the answer: %+v in %q", c, whole)
+			cits := w.Citations()
+			if len(cits) != len(c.docs) {
+				t.Fatalf("%d citations, want %d: %+v", len(cits), len(c.docs), cits)
 			}
-			for _, s := range c.Sources {
-				if s.Number < 1 || s.Number > len(srcs) {
-					t.Fatalf("citation names source %d", s.Number)
+			checkSpans(t, got, w)
+			for i, ci := range cits {
+				var docs []string
+				for _, s := range ci.Sources {
+					docs = append(docs, s.DocumentID)
+				}
+				if strings.Join(docs, ",") != strings.Join(c.docs[i], ",") {
+					t.Fatalf("citation %d cites %v, want %v", i, docs, c.docs[i])
 				}
 			}
-		}
-		off, _ := run(in, false)
-		if cs := Parse(off, srcs); strings.Count(in, "[") == strings.Count(off, "[") && len(cs) > 0 && !strings.Contains(in, "[") {
-			t.Fatalf("citations appeared with cite off: %+v", cs)
-		}
-	})
+		})
+	}
 }
 
-// TestFactsMustBeInTheCitedSource: a cited sentence whose numbers or names
-// are in none of its sources loses its marker and is listed as
-// unsupported, with offsets into the answer; facts that are there keep it.
-func TestFactsMustBeInTheCitedSource(t *testing.T) {
+// TestUnsupportedSentences: a sentence whose facts are in no source, or
+// that adds words its sources do not have, gets no marker and is listed.
+func TestUnsupportedSentences(t *testing.T) {
+	q := "What coolant does the zorblat engine run on?"
 	for _, c := range []struct {
 		in, want    string
 		unsupported []string
 	}{
-		{"The coolant is purple.[1] The zorblat engine is a 1900-year-old engine.[1]",
+		{"The coolant is purple. The zorblat engine is a 1900-year-old engine.",
 			"The coolant is purple.[1] The zorblat engine is a 1900-year-old engine.", []string{"The zorblat engine is a 1900-year-old engine."}},
-		{"It was first built in 1872.[1] It was first built in Qarth.[1]",
-			"It was first built in 1872.[1] It was first built in Qarth.[1]", nil},
-		{"The zorblat engine was first built in Paris.[1]", "The zorblat engine was first built in Paris.", []string{"The zorblat engine was first built in Paris."}},
-		// Unmarked: a sentence that reads like a source is not given its
-		// marker when its facts are not there, and is listed.
-		{"The zorblat engine runs on purple coolant since 1999.", "The zorblat engine runs on purple coolant since 1999.", []string{"The zorblat engine runs on purple coolant since 1999."}},
-		{"The zorblat engine runs on purple coolant.", "The zorblat engine runs on purple coolant.[1]", nil},
+		{"The zorblat engine was first built in Paris.", "The zorblat engine was first built in Paris.", []string{"The zorblat engine was first built in Paris."}},
+		{"The zorblat engine runs on green coolant.", "The zorblat engine runs on green coolant.", []string{"The zorblat engine runs on green coolant."}},
+		{"It runs on purple coolant. I hope this helps!", "It runs on purple coolant.[1] I hope this helps!", []string{"I hope this helps!"}},
 	} {
 		for size := 0; size <= 5; size++ {
-			w := NewWriter(srcs, true)
 			var out string
+			w := NewWriter(srcs, Options{Cite: true, Question: q})
 			if size == 0 {
 				out = w.Write(c.in)
 			} else {
@@ -197,12 +123,9 @@ func TestFactsMustBeInTheCitedSource(t *testing.T) {
 			if out != c.want {
 				t.Fatalf("%q (chunks of %d): %q, want %q", c.in, size, out, c.want)
 			}
-			runes := []rune(out)
+			checkSpans(t, out, w)
 			var got []string
 			for _, u := range w.Unsupported() {
-				if string(runes[u.Start:u.End]) != u.Text {
-					t.Fatalf("%q: span [%d,%d) %q does not slice the answer", c.in, u.Start, u.End, u.Text)
-				}
 				got = append(got, u.Text)
 			}
 			if strings.Join(got, "|") != strings.Join(c.unsupported, "|") {
@@ -210,4 +133,140 @@ func TestFactsMustBeInTheCitedSource(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestAbstain: an answer with no supported sentence becomes the fixed
+// sentence, streamed or not; one supported sentence keeps the answer,
+// and what came before it is released with it.
+func TestAbstain(t *testing.T) {
+	o := Options{Cite: true, Abstain: true, Question: "How fast do sky ships fly?"}
+	for _, in := range []string{"I don't know.", "The context does not say how fast they fly.", "Sky ships fly at 300 knots.", "Bananas are yellow fruit.", ""} {
+		got, w := run(in, o)
+		if got != DefaultAbstainText || !w.Abstained() || len(w.Citations()) != 0 || len(w.Unsupported()) != 0 {
+			t.Fatalf("%q: %q, citations %v, unsupported %v; want the abstain text alone", in, got, w.Citations(), w.Unsupported())
+		}
+		for size := 1; size <= 4; size++ {
+			if c := chunked(in, size, o); c != got {
+				t.Fatalf("%q in chunks of %d: %q, want %q", in, size, c, got)
+			}
+		}
+	}
+	o.AbstainText = "No idea."
+	if got, _ := run("Bananas are yellow fruit.", o); got != "No idea." {
+		t.Fatalf("configured abstain text: %q", got)
+	}
+	in := "Good question. Sky ships of Veloria float on warm helium."
+	w := NewWriter(srcs, Options{Cite: true, Abstain: true})
+	if first := w.Write("Good question. "); first != "" {
+		t.Fatalf("an unsupported first sentence was sent before support: %q", first)
+	}
+	got := "" + w.Write(in[len("Good question. "):]) + w.Flush()
+	if got != "Good question. Sky ships of Veloria float on warm helium.[3]" || w.Abstained() {
+		t.Fatalf("held text: %q", got)
+	}
+	checkSpans(t, got, w)
+	if u := w.Unsupported(); len(u) != 1 || u[0].Text != "Good question." {
+		t.Fatalf("unsupported: %+v", u)
+	}
+	// Without citations nothing is attributed, held or replaced.
+	if got, _ := run("Bananas are yellow [2].", Options{Abstain: true}); got != "Bananas are yellow." {
+		t.Fatalf("without cite: %q", got)
+	}
+}
+
+func TestOffsetsAreCharacters(t *testing.T) {
+	got, w := run("Ünïcode first: the zorblat engine runs on purple coolant [1].", Options{Cite: true})
+	cits := w.Citations()
+	if len(cits) != 1 {
+		t.Fatalf("citations: %+v in %q", cits, got)
+	}
+	c := cits[0]
+	if string([]rune(got)[c.Start:c.End]) != c.Text || !strings.HasPrefix(c.Text, "Ünïcode") {
+		t.Fatalf("offsets are not character offsets: %+v in %q", c, got)
+	}
+}
+
+// TestStreamingMatchesWhole checks that however the answer is cut into
+// chunks, the Writer returns the same text as for the whole answer.
+func TestStreamingMatchesWhole(t *testing.T) {
+	for _, in := range []string{
+		"The zorblat engine runs on purple coolant [1]. Quantum tomatoes ripen in darkness. [2] Sky ships [9] float on warm helium.",
+		"Veloria ships are steered by singing captains\n\nThe zorblat engine dates from 1872 [1,3].",
+		"[1] starts with a marker, then [ an open bracket and [12",
+	} {
+		for _, o := range []Options{{Cite: true}, {Cite: true, Abstain: true}, {}} {
+			whole, _ := run(in, o)
+			for size := 1; size <= 7; size++ {
+				if got := chunked(in, size, o); got != whole {
+					t.Fatalf("chunks of %d:\n got %q\nwant %q", size, got, whole)
+				}
+			}
+		}
+	}
+}
+
+// TestEmbedderDecides: with embeddings, the source closest in meaning wins
+// among sources that hold the sentence's words, and a failing embedder
+// leaves the decision to the words.
+func TestEmbedderDecides(t *testing.T) {
+	two := []Source{
+		{DocumentID: "a", Title: "Harbour", Text: "Ships in Qarth carry purple coolant to the mills."},
+		{DocumentID: "b", Title: "Mills", Text: "The mills of Qarth run on purple coolant that ships carry."},
+	}
+	calls := 0
+	vec := func(s string) []float32 {
+		if strings.Contains(s, "Mills") || strings.Contains(s, "mills run") {
+			return []float32{0, 1}
+		}
+		return []float32{1, 0}
+	}
+	embed := func(_ context.Context, texts []string) ([][]float32, error) {
+		calls++
+		out := make([][]float32, len(texts))
+		for i, t := range texts {
+			out[i] = vec(t)
+		}
+		return out, nil
+	}
+	w := NewWriter(two, Options{Cite: true, Embed: embed})
+	got := w.Write("In Qarth the mills run on purple coolant that ships carry.") + w.Flush()
+	if c := w.Citations(); len(c) != 1 || c[0].Sources[0].DocumentID != "b" || calls != 2 {
+		t.Fatalf("%q: citations %+v after %d embedder calls, want document b", got, c, calls)
+	}
+	failing := func(context.Context, []string) ([][]float32, error) { return nil, errors.New("no embedder") }
+	w = NewWriter(two, Options{Cite: true, Embed: failing})
+	if got := w.Write("Ships in Qarth carry purple coolant to the mills.") + w.Flush(); len(w.Citations()) != 1 {
+		t.Fatalf("words alone: %q has no citation", got)
+	}
+}
+
+func FuzzWriter(f *testing.F) {
+	f.Add("The zorblat engine runs on purple coolant [1]. Tomatoes [2].", 3, true)
+	f.Add("[[1]] [1,,2] [ 3 ] .[2]\n[1]", 1, false)
+	f.Add("ÿ\xff[1", 2, true)
+	f.Add("1. Dr. J. Smith flew. 2) Qarth 1872!\n", 4, true)
+	f.Fuzz(func(t *testing.T, in string, size int, abstain bool) {
+		if size < 1 || size > 64 {
+			size = 1 + (size%8+8)%8
+		}
+		if !utf8.ValidString(in) {
+			return // runners send whole characters; offsets count them
+		}
+		o := Options{Cite: true, Abstain: abstain, Question: "What runs on purple coolant?"}
+		whole, w := run(in, o)
+		if got := chunked(in, size, o); got != whole {
+			t.Fatalf("chunked output differs:\n got %q\nwant %q", got, whole)
+		}
+		checkSpans(t, whole, w)
+		for _, c := range w.Citations() {
+			for _, s := range c.Sources {
+				if s.Number < 1 || s.Number > len(srcs) {
+					t.Fatalf("citation names source %d", s.Number)
+				}
+			}
+		}
+		if off, w := run(in, Options{}); len(w.Citations()) > 0 || strings.Count(off, "[") > strings.Count(in, "[") {
+			t.Fatalf("citations or markers appeared with cite off: %q", off)
+		}
+	})
 }

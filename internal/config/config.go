@@ -49,6 +49,9 @@ type Config struct {
 	// model (default: the first installed cross-encoder, else the default
 	// chat model with the query-likelihood method).
 	RerankModel string `yaml:"rerank_model"`
+	// AbstainText is the answer with sources when the sources do not say
+	// (docs/sources.md).
+	AbstainText string `yaml:"abstain_text"`
 	// LogRetention is how long request records are kept (0: forever).
 	LogRetention time.Duration `yaml:"log_retention"`
 	// LogCheckpointInterval is how often a Merkle checkpoint of the
@@ -121,6 +124,7 @@ var settings = []setting{
 	{"WebhookRetryWindow", "webhook_retry_window", "SOVEREIGN_WEBHOOK_RETRY_WINDOW", "24h", "how long a webhook delivery is retried, with exponential backoff, before it fails"},
 	{"ConsoleSessionIdle", "console_session_idle", "SOVEREIGN_CONSOLE_SESSION_IDLE", "12h", "how long an unused web console session (/console) lasts before signing in again"},
 	{"InstanceID", "instance_id", "SOVEREIGN_INSTANCE_ID", "", "this server's name among those sharing a PostgreSQL database, stable across restarts (default: host name and listen port)"},
+	{"AbstainText", "abstain_text", "SOVEREIGN_ABSTAIN_TEXT", "The sources do not say.", "the answer with citations when no source supports one (docs/sources.md)"},
 	{"LogRetention", "log_retention", "SOVEREIGN_LOG_RETENTION", "0s", "how long request records are kept, e.g. 2160h (0: forever); older ones are purged hourly, the chain kept verifiable"},
 }
 

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/sovereign-ai/sovereign/internal/answers"
 	"github.com/sovereign-ai/sovereign/internal/apierr"
+	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/citation"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/openai"
@@ -42,8 +44,8 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 	if err := limit(m, &native); err != nil {
 		return err
 	}
-	cite := req.Citations != nil && *req.Citations
-	ans, err := s.prepareAnswer(w, r, native, cite, req.Sources)
+	cite := req.Citations.Cite()
+	ans, err := s.prepareAnswer(w, r, m, native, req.Citations, req.Sources)
 	if err != nil {
 		return err
 	}
@@ -51,7 +53,7 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 	native.Model, native.Stream = m.ID, req.Stream
 	ctx, cancel := withTimeout(r)
 	defer cancel()
-	stream, err := s.complete(ctx, m, native, true)
+	stream, err := s.answerStream(ctx, m, ans, native)
 	if err != nil {
 		return err
 	}
@@ -178,8 +180,9 @@ func anys[T any](xs []T) []any {
 // prepareAnswer resolves an answer's sources from the request's sources
 // field (search options decoded here: the rerank model is resolved like
 // any model) and hands the rest to the answers service.
-func (s *Server) prepareAnswer(w http.ResponseWriter, r *http.Request, chat inference.CompletionRequest, cite bool, p *openai.SourcesParam) (*answers.Answer, error) {
-	req := answers.Request{TeamID: teamOf(r), Chat: chat, Cite: cite, Grounded: p != nil, Param: "sources"}
+func (s *Server) prepareAnswer(w http.ResponseWriter, r *http.Request, m catalog.Resolved, chat inference.CompletionRequest, c *openai.CitationsParam, p *openai.SourcesParam) (*answers.Answer, error) {
+	cite := c.Cite()
+	req := answers.Request{TeamID: teamOf(r), Chat: chat, Cite: cite, NoAbstain: c.NoAbstain(), Family: m.Family, Grounded: p != nil, Param: "sources"}
 	if k, ok := KeyFrom(r.Context()); ok {
 		req.KeyID = k.ID
 	}
@@ -213,6 +216,16 @@ func (s *Server) prepareAnswer(w http.ResponseWriter, r *http.Request, chat infe
 		req.Search = o
 	}
 	return s.answers().Prepare(r.Context(), req)
+}
+
+// answerStream runs an answer's generation, unless retrieval found
+// nothing relevant: then an empty generation, which the answer settles
+// into its abstain text, and the model is not asked.
+func (s *Server) answerStream(ctx context.Context, m catalog.Resolved, ans *answers.Answer, req inference.CompletionRequest) (inference.Stream, error) {
+	if ans.Abstains() {
+		return inference.StreamOf(inference.Event{Done: true, FinishReason: inference.FinishStop, Usage: &inference.Usage{}}), nil
+	}
+	return s.complete(ctx, m, req, true)
 }
 
 // answers is the answers service: the configured one, or one over the

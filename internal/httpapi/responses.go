@@ -64,7 +64,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	if err := limit(m, &native); err != nil {
 		return openai.ResponseParam(err)
 	}
-	ans, err := s.prepareAnswer(w, r, native, req.Cite(), req.Sources)
+	ans, err := s.prepareAnswer(w, r, m, native, req.Citations, req.Sources)
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := withTimeout(r)
 	defer cancel()
-	st, err := s.complete(ctx, m, native, true)
+	st, err := s.answerStream(ctx, m, ans, native)
 	if err != nil {
 		return openai.ResponseParam(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 )
 
@@ -339,3 +340,20 @@ func (e *InvalidError) Error() string { return e.Message }
 
 // Is makes errors.Is(err, ErrInvalidRequest) true.
 func (e *InvalidError) Is(target error) bool { return target == ErrInvalidRequest }
+
+// StreamOf returns a stream of the given events, then io.EOF: a
+// generation that is already known (an answer that need not ask a model).
+func StreamOf(events ...Event) Stream { return &eventsStream{events: events} }
+
+type eventsStream struct{ events []Event }
+
+func (s *eventsStream) Recv() (Event, error) {
+	if len(s.events) == 0 {
+		return Event{}, io.EOF
+	}
+	ev := s.events[0]
+	s.events = s.events[1:]
+	return ev, nil
+}
+
+func (s *eventsStream) Close() error { return nil }

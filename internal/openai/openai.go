@@ -249,13 +249,50 @@ type CompletionRequest struct {
 	Prompt   json.RawMessage `json:"prompt"`
 	Logprobs *int            `json:"logprobs"`
 	Echo     bool            `json:"echo"`
+	// Suffix asks for the text between the prompt and it (fill in the
+	// middle), on a model with FIM tokens.
+	Suffix *string `json:"suffix"`
 	// Messages, Citations and Sources make a completion grounded in
 	// sources; its answer is a chat completion.
-	Messages  []Message     `json:"messages"`
-	Citations *bool         `json:"citations"`
-	Sources   *SourcesParam `json:"sources"`
+	Messages  []Message       `json:"messages"`
+	Citations *CitationsParam `json:"citations"`
+	Sources   *SourcesParam   `json:"sources"`
 	Sampling
 }
+
+// CitationsParam is the citations field of a grounded request: true or
+// false, or an object that turns citations on with options:
+// {"abstain": false} keeps an answer no source supports (its sentences
+// are listed as unsupported) instead of "The sources do not say.".
+type CitationsParam struct {
+	On bool
+	// Abstain is nil when not given (abstaining is the default).
+	Abstain *bool
+}
+
+// UnmarshalJSON reads true, false or {"abstain": bool}; anything else is
+// a 400 naming the field.
+func (c *CitationsParam) UnmarshalJSON(b []byte) error {
+	if err := json.Unmarshal(b, &c.On); err == nil {
+		return nil
+	}
+	var o struct {
+		Abstain *bool `json:"abstain"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&o); err != nil {
+		return apierr.Invalid("citations", "'citations' is true, false or an object {\"abstain\": bool}: "+err.Error())
+	}
+	c.On, c.Abstain = true, o.Abstain
+	return nil
+}
+
+// Cite reports whether citations are asked for.
+func (c *CitationsParam) Cite() bool { return c != nil && c.On }
+
+// NoAbstain reports whether the caller asked to keep unsupported answers.
+func (c *CitationsParam) NoAbstain() bool { return c != nil && c.Abstain != nil && !*c.Abstain }
 
 // SourcesParam names what a grounded completion draws on: the team's
 // collections (searched with the question), documents given inline, or

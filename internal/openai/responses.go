@@ -38,12 +38,12 @@ type ResponsesRequest struct {
 	// Citations and Sources answer from sources, as on /v1/completions
 	// (Sovereign's extension): citations come back as the output text's
 	// annotations.
-	Citations *bool         `json:"citations"`
-	Sources   *SourcesParam `json:"sources"`
+	Citations *CitationsParam `json:"citations"`
+	Sources   *SourcesParam   `json:"sources"`
 }
 
 // Cite reports whether the request asks for citations.
-func (r *ResponsesRequest) Cite() bool { return r.Citations != nil && *r.Citations }
+func (r *ResponsesRequest) Cite() bool { return r.Citations.Cite() }
 
 // ResponseTool is a Responses tool: function tools are flat
 // ({type, name, description, parameters, strict}).
