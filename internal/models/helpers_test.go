@@ -165,10 +165,21 @@ type fakePyPI struct {
 	noReleases map[string]bool
 	// requests records every path asked for.
 	requests []string
+	// cut: wheel file name → bytes of the body served before the
+	// connection is dropped (once: the entry is removed when used).
+	cut map[string]int
+	// ignoreRange makes the server answer range requests with the whole
+	// file (200), as servers without range support do.
+	ignoreRange bool
+	// served counts the body bytes sent per wheel file name; ranges
+	// records the Range headers received, in order.
+	served map[string]int
+	ranges []string
 }
 
 func newFakePyPI(t *testing.T) *fakePyPI {
-	f := &fakePyPI{t: t, pkgs: map[string]map[string][]byte{}, badDigest: map[string]bool{}, noReleases: map[string]bool{}}
+	f := &fakePyPI{t: t, pkgs: map[string]map[string][]byte{}, badDigest: map[string]bool{}, noReleases: map[string]bool{},
+		cut: map[string]int{}, served: map[string]int{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -230,7 +241,7 @@ func (f *fakePyPI) serve(w http.ResponseWriter, r *http.Request) {
 		vers := f.pkgs[parts[1]]
 		for v, data := range vers {
 			if wheelName(parts[1], v) == parts[2] || strings.HasSuffix(parts[2], "-"+v+"-py3-none-any.whl") {
-				w.Write(data)
+				f.serveFile(w, r, parts[2], data)
 				return
 			}
 		}
@@ -274,6 +285,52 @@ func (f *fakePyPI) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// serveFile sends a wheel, honouring "Range: bytes=N-" (unless
+// ignoreRange) and dropping the connection where cut says.
+func (f *fakePyPI) serveFile(w http.ResponseWriter, r *http.Request, name string, data []byte) {
+	f.mu.Lock()
+	cut, hasCut := f.cut[name]
+	delete(f.cut, name)
+	rg := r.Header.Get("Range")
+	f.ranges = append(f.ranges, rg)
+	ignore := f.ignoreRange
+	f.mu.Unlock()
+	start := 0
+	if rg != "" && !ignore {
+		if _, err := fmt.Sscanf(rg, "bytes=%d-", &start); err != nil || start >= len(data) {
+			w.Header().Set("Content-Range", fmt.Sprintf("bytes */%d", len(data)))
+			w.WriteHeader(http.StatusRequestedRangeNotSatisfiable)
+			return
+		}
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", start, len(data)-1, len(data)))
+		w.Header().Set("Content-Length", fmt.Sprint(len(data)-start))
+		w.WriteHeader(http.StatusPartialContent)
+	} else {
+		w.Header().Set("Content-Length", fmt.Sprint(len(data)))
+	}
+	body := data[start:]
+	if hasCut && cut < len(body) {
+		body = body[:cut]
+	} else {
+		hasCut = false
+	}
+	n, _ := w.Write(body)
+	f.mu.Lock()
+	f.served[name] += n
+	f.mu.Unlock()
+	if hasCut {
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler) // drops the connection mid-body
+	}
+}
+
+// bytesServed returns the body bytes sent of a wheel so far.
+func (f *fakePyPI) bytesServed(name string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.served[name]
 }
 
 // closedURL returns an http URL on which nothing listens.

