@@ -104,6 +104,9 @@ type entry struct {
 	created   time.Time
 	remote    *upstream.Backend
 	remoteKey string
+	// pulled are the aliases the model's manifest gives it (the default
+	// chat model's "default") that no other name claims; see rebuild.
+	pulled []string
 }
 
 // Catalog is the set of models a server offers.
@@ -117,6 +120,9 @@ type Catalog struct {
 	mu      sync.RWMutex
 	entries map[string]*entry
 	aliases map[string]string
+	// pulled are the aliases in aliases that come from manifests: they
+	// yield to a configured or stored alias of the same name.
+	pulled  map[string]bool
 	remotes map[string]*entry // by id: upstream backends to reuse across rebuilds
 	loaded  time.Time
 
@@ -286,6 +292,28 @@ func (c *Catalog) rebuild(ctx context.Context) error {
 			aliases[a] = id
 		}
 	}
+	// Aliases an installed model was pulled under come last: they are the
+	// store's suggestion ("default" for the default chat model), which a
+	// configured or stored model may take over by naming the alias itself,
+	// without a conflict.
+	pulled := map[string]bool{}
+	for _, id := range sortedKeys(entries) {
+		e := entries[id]
+		if e.manifest == nil {
+			continue
+		}
+		for _, a := range e.manifest.Aliases {
+			if _, taken := entries[a]; taken || !ValidName(a) || slices.Contains(reserved, a) {
+				continue
+			}
+			if _, taken := aliases[a]; taken {
+				continue
+			}
+			aliases[a] = id
+			pulled[a] = true
+			e.pulled = append(e.pulled, a)
+		}
+	}
 	// Reuse upstream backends whose connection settings did not change.
 	c.mu.Lock()
 	var started, closed []*upstream.Backend
@@ -316,7 +344,7 @@ func (c *Catalog) rebuild(ctx context.Context) error {
 			closed = append(closed, old.remote)
 		}
 	}
-	c.entries, c.aliases, c.remotes, c.loaded = entries, aliases, remotes, c.cfg.Now()
+	c.entries, c.aliases, c.pulled, c.remotes, c.loaded = entries, aliases, pulled, remotes, c.cfg.Now()
 	c.mu.Unlock()
 	for _, b := range closed {
 		b.Close()
@@ -463,7 +491,7 @@ type Upstream struct {
 func (c *Catalog) view(e *entry) Model {
 	s := e.spec
 	m := Model{ID: s.ID, Object: "model", Created: e.created.Unix(), OwnedBy: "sovereign", Backend: s.Backend, Source: e.source,
-		Aliases: append([]string{}, s.Aliases...), Tags: append([]string{}, s.Tags...), Deprecation: s.Deprecation, Stats: c.cfg.Stats.Get(s.ID)}
+		Aliases: append(append([]string{}, s.Aliases...), e.pulled...), Tags: append([]string{}, s.Tags...), Deprecation: s.Deprecation, Stats: c.cfg.Stats.Get(s.ID)}
 	if e.created.IsZero() {
 		m.Created = 0
 	}
@@ -652,7 +680,7 @@ func (c *Catalog) put(ctx context.Context, s Spec, created time.Time) (Model, er
 			c.mu.RUnlock()
 			return Model{}, fmt.Errorf("%w: alias %q is a model id", ErrConflict, a)
 		}
-		if other, ok := c.aliases[a]; ok && other != s.ID {
+		if other, ok := c.aliases[a]; ok && other != s.ID && !c.pulled[a] {
 			c.mu.RUnlock()
 			return Model{}, fmt.Errorf("%w: alias %q belongs to %q", ErrConflict, a, other)
 		}

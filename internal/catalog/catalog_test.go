@@ -172,6 +172,64 @@ func TestCatalogSourcesAliasesAndConflicts(t *testing.T) {
 	}
 }
 
+// An installed model's manifest aliases (the default chat model is pulled
+// as "default") resolve to it, yield to any explicit alias without a
+// conflict, and come back when the explicit one goes.
+func TestPulledAliases(t *testing.T) {
+	ctx := context.Background()
+	// A configured upstream claiming "default" beats the installed model's
+	// manifest alias, at start, without an error.
+	configured := []Spec{{ID: "up", BaseURL: "http://127.0.0.1:1/v1", Aliases: []string{"default"}, HealthCheckInterval: ptr(Duration(-1))}}
+	c, store, _ := newCatalog(t, configured)
+	if _, err := store.SetAliases("tiny", []string{"default", "small", "up", "compare"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := c.Resolve(ctx, "default"); err != nil || r.ID != "up" {
+		t.Fatalf("default: %+v, %v; want the configured model", r, err)
+	}
+	if m, err := c.Get(ctx, "small"); err != nil || m.ID != "tiny" || !slices.Equal(m.Aliases, []string{"small"}) {
+		t.Fatalf("small: %+v, %v; want tiny with the alias shown (and not the taken or invalid ones)", m, err)
+	}
+
+	c, store, _ = newCatalog(t, nil)
+	if _, err := store.SetAliases("tiny", []string{"default"}); err != nil {
+		t.Fatal(err)
+	}
+	c.Refresh(ctx)
+	if r, err := c.Resolve(ctx, "default"); err != nil || r.ID != "tiny" || r.Backend != BackendLocal {
+		t.Fatalf("default: %+v, %v", r, err)
+	}
+	if p, err := c.ModelPath("default"); err != nil || p != store.Path("tiny") {
+		t.Fatalf("model path by alias: %q, %v", p, err)
+	}
+	// A PATCH of other settings keeps it (and does not store it).
+	m, err := c.Update(ctx, "tiny", []byte(`{"limits": {"max_output_tokens": 8}}`))
+	if err != nil || !slices.Equal(m.Aliases, []string{"default"}) {
+		t.Fatalf("after PATCH: %+v, %v", m, err)
+	}
+	// A model created through the API may take the name over.
+	m, err = c.Create(ctx, Spec{ID: "big", BaseURL: "http://127.0.0.1:1/v1", Aliases: []string{"default"}, HealthCheckInterval: ptr(Duration(-1))})
+	if err != nil || !slices.Equal(m.Aliases, []string{"default"}) {
+		t.Fatalf("create with the pulled alias: %+v, %v", m, err)
+	}
+	if r, _ := c.Resolve(ctx, "default"); r.ID != "big" {
+		t.Fatalf("default resolves to %q, want big", r.ID)
+	}
+	if m, _ := c.Get(ctx, "tiny"); len(m.Aliases) != 0 {
+		t.Fatalf("tiny still shows %v", m.Aliases)
+	}
+	// Removing it gives the name back.
+	if err := c.Delete(ctx, "big"); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := c.Resolve(ctx, "default"); err != nil || r.ID != "tiny" {
+		t.Fatalf("after delete: %+v, %v", r, err)
+	}
+}
+
 func TestConfiguredConflictsAreStartupErrors(t *testing.T) {
 	store, _ := models.Open(t.TempDir())
 	for _, specs := range [][]Spec{
