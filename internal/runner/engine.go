@@ -72,6 +72,8 @@ type slot struct {
 	// json finds the end of a JSON answer (JSON response formats), nil
 	// otherwise.
 	json *inference.JSONEnd
+	// loop ends generation that repeats itself (finish_reason length).
+	loop inference.LoopGuard
 }
 
 func (s *slot) active() bool { return s.job != nil }
@@ -418,6 +420,7 @@ func (e *Engine) admit(j *job) {
 	s.generated = 0
 	s.batchIdx = -1
 	s.gate = inference.NewTextGate(j.req.Stop)
+	s.loop = inference.LoopGuard{}
 	s.json = nil
 	if j.req.JSONOutput {
 		s.json = &inference.JSONEnd{}
@@ -627,7 +630,9 @@ func (e *Engine) sample(s *slot) {
 		e.finish(s, inference.Event{Text: text, Logprobs: lps, Done: true, FinishReason: inference.FinishStop})
 		return
 	}
-	if (j.req.MaxTokens > 0 && s.generated >= j.req.MaxTokens) || len(s.cache)+1 >= e.nCtxSeq {
+	// A loop ends as the token limit would have ended it, long before.
+	looping := s.loop.Push(int32(tok))
+	if looping || (j.req.MaxTokens > 0 && s.generated >= j.req.MaxTokens) || len(s.cache)+1 >= e.nCtxSeq {
 		rest, more := s.gate.FlushLogprobs()
 		e.finish(s, inference.Event{Text: text + rest, Logprobs: append(lps, more...), Done: true, FinishReason: inference.FinishLength})
 		return

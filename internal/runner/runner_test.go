@@ -511,3 +511,17 @@ func TestInteractivePromptHoldsBackgroundBack(t *testing.T) {
 		}
 	}
 }
+
+// TestLoopEndsGeneration: output that repeats itself ends long before
+// max_tokens, with finish_reason length (inference.LoopGuard).
+func TestLoopEndsGeneration(t *testing.T) {
+	tr := sharedRunner(t)
+	req := greedy("The quick brown fox", 400)
+	req.Logprobs = true
+	first := tr.complete(t, req).lps[0].ID
+	req.LogitBias = map[int32]float32{first: 100} // the same token every time
+	got := tr.complete(t, req)
+	if got.finish != inference.FinishLength || got.usage.CompletionTokens >= 100 {
+		t.Fatalf("a loop ran %d tokens (finish %q); want it cut within 100, finish length", got.usage.CompletionTokens, got.finish)
+	}
+}
