@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -26,6 +27,10 @@ import (
 // DefaultCollectionName is the name of the collection a team's answers
 // with citations draw on when the request names no sources.
 const DefaultCollectionName = "default"
+
+// maxStops bounds the stop strings of an answer (OpenAI allows the caller
+// four; a form adds its own).
+const maxStops = 8
 
 // Bounds of an answer's sources.
 const (
@@ -144,6 +149,11 @@ func (s *Service) Prepare(ctx context.Context, req Request) (*Answer, error) {
 		chat.Messages = f.apply(chat.Messages, srcs, abstainText)
 		if chat.MaxTokens == 0 {
 			chat.MaxTokens = f.MaxTokens
+		}
+		for _, stop := range f.Stop {
+			if len(chat.Stop) < maxStops && !slices.Contains(chat.Stop, stop) {
+				chat.Stop = append(chat.Stop, stop)
+			}
 		}
 	}
 	o := citation.Options{Cite: req.Cite, Abstain: !req.NoAbstain, AbstainText: abstainText, Question: Question(req.Chat.Messages), Context: ctx}

@@ -23,6 +23,9 @@ type form struct {
 	Separator  string `json:"separator"`
 	MaxSources int    `json:"max_sources"`
 	MaxTokens  int    `json:"max_tokens"`
+	// Stop ends the answer where a family goes on past it (a base model
+	// writing the next question); added to the caller's stop strings.
+	Stop []string `json:"stop"`
 }
 
 //go:embed forms.json
@@ -42,7 +45,7 @@ var forms = func() map[string]form {
 	}
 	out := map[string]form{"default": def}
 	for name, r := range raw {
-		if name == "default" || strings.HasPrefix(name, "_") {
+		if strings.HasPrefix(name, "_") || name == "default" {
 			continue
 		}
 		f := def // the family's fields override the default's
