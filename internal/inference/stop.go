@@ -50,15 +50,20 @@ func (g *TextGate) Push(piece []byte) (string, bool) {
 
 // PushLogprob is Push for a token with its logprob: it also returns the
 // logprobs whose tokens' text has now been sent in full, so that the tokens
-// of the logprobs sent join into the text sent. A token cut by a stop
-// sequence keeps the part of its text before it (with the whole token's
-// logprob); a token wholly inside the stop sequence, or wholly trimmed, is
-// dropped.
+// of the logprobs sent join into the text sent. Every token pushed with a
+// logprob gets exactly one entry (OpenAI's logprobs.content has one per
+// completion token): a token cut by a stop sequence keeps the part of its
+// text before it, and a token wholly inside the stop sequence, or wholly
+// trimmed, keeps none of it (an empty token), each with the whole token's
+// logprob.
 func (g *TextGate) PushLogprob(piece []byte, lp *TokenLogprob) (string, []TokenLogprob, bool) {
 	if g.TrimLeft {
 		trimmed := bytes.TrimLeft(piece, " ")
 		if len(trimmed) == 0 {
-			return "", nil, false
+			if lp == nil {
+				return "", nil, false
+			}
+			return "", []TokenLogprob{Unsent(*lp)}, false
 		}
 		if lp != nil && len(trimmed) < len(piece) {
 			t := *lp
@@ -83,24 +88,32 @@ func (g *TextGate) PushLogprob(piece []byte, lp *TokenLogprob) (string, []TokenL
 			n++
 			continue
 		}
-		if stopped && h.start < g.released {
-			// Cut by the stop sequence: the token keeps the part of its
-			// text that was sent, so the tokens still join into the text.
-			lp := h.lp
-			if k := g.released - h.start; k < len(lp.Bytes) {
-				lp.Bytes = lp.Bytes[:k]
-				lp.Token = string(lp.Bytes)
-			}
-			out = append(out, lp)
-			n++
+		if !stopped {
+			break
 		}
-		break
+		// Cut by the stop sequence: the token keeps the part of its text
+		// that was sent (none when it lies wholly inside the stop
+		// sequence), so the tokens still join into the text.
+		lp := h.lp
+		k := max(g.released-h.start, 0)
+		if k < len(lp.Bytes) {
+			lp.Bytes = lp.Bytes[:k:k]
+			lp.Token = string(lp.Bytes)
+		}
+		out = append(out, lp)
+		n++
 	}
 	g.lps = g.lps[n:]
-	if stopped {
-		g.lps = nil
-	}
 	return text, out, stopped
+}
+
+// Unsent is lp for a token none of whose text reaches the answer (wholly
+// inside a stop sequence, a trimmed space, the end-of-generation token): it
+// keeps its entry and logprob, with an empty token, so the tokens of the
+// logprobs still join into the text sent.
+func Unsent(lp TokenLogprob) TokenLogprob {
+	lp.Token, lp.Bytes = "", []byte{}
+	return lp
 }
 
 // push adds piece to the held bytes and releases what may be sent.

@@ -108,7 +108,8 @@ func FuzzTextGate(f *testing.F) {
 
 // TestTextGateLogprobsJoinTheText: the logprobs a gate releases join into
 // exactly the text it releases, with a trimmed leading space, a stop
-// sequence split across tokens, and a flush at the end.
+// sequence split across tokens, and a flush at the end; and every token
+// pushed gets exactly one entry, held-back ones included.
 func TestTextGateLogprobsJoinTheText(t *testing.T) {
 	for _, c := range []struct {
 		stops    []string
@@ -121,16 +122,24 @@ func TestTextGateLogprobsJoinTheText(t *testing.T) {
 		{[]string{"END"}, false, []string{"a", "b", "E", "N"}, "abEN"},
 		{[]string{"END"}, false, []string{"a", "bE", "ND", "z"}, "ab"},
 		{nil, true, []string{" ", " Yes"}, "Yes"},
+		{[]string{"\nUser:"}, false, []string{"Hi", "\n", "Us", "er", ":"}, "Hi"},
+		{[]string{"xyz"}, false, []string{"a", "\xe2", "\x82", "\xac", "x", "y", "z"}, "a\u20ac"},
 	} {
 		g := NewTextGate(c.stops)
 		g.TrimLeft = c.trim
 		var text, joined string
 		stopped := false
+		pushed, entries := 0, 0
 		for _, tok := range c.tokens {
 			out, lps, st := g.PushLogprob([]byte(tok), &TokenLogprob{Token: tok, Bytes: []byte(tok)})
+			pushed++
+			entries += len(lps)
 			text += out
 			for _, lp := range lps {
 				joined += lp.Token
+				if string(lp.Bytes) != lp.Token {
+					t.Errorf("%q: token %q has bytes %q", c.tokens, lp.Token, lp.Bytes)
+				}
 			}
 			if st {
 				stopped = true
@@ -139,10 +148,14 @@ func TestTextGateLogprobsJoinTheText(t *testing.T) {
 		}
 		if !stopped {
 			out, lps := g.FlushLogprobs()
+			entries += len(lps)
 			text += out
 			for _, lp := range lps {
 				joined += lp.Token
 			}
+		}
+		if entries != pushed {
+			t.Errorf("%q: %d logprob entries for %d tokens", c.tokens, entries, pushed)
 		}
 		if text != c.wantText {
 			t.Errorf("%q: text %q, want %q", c.tokens, text, c.wantText)

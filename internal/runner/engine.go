@@ -599,15 +599,22 @@ func (e *Engine) sample(s *slot) {
 	var tl *inference.TokenLogprob
 	if j.req.Logprobs {
 		lp, top := e.lctx.Logprobs(s.batchIdx, tok, j.req.TopLogprobs)
-		t := e.tokenLogprob(tok, lp)
+		// A preserved marker (<tool_call>) is listed as the text it is
+		// sent as, so the tokens still join into the output.
+		t := e.tokenLogprob(tok, lp, j.preserved[tok])
 		for _, a := range top {
-			t.Top = append(t.Top, e.tokenLogprob(a.Token, a.Logprob))
+			t.Top = append(t.Top, e.tokenLogprob(a.Token, a.Logprob, j.preserved[a.Token]))
 		}
 		tl = &t
 	}
 	if e.model.IsEOG(tok) {
-		// The end token is not part of the answer, nor of its logprobs.
+		// The end token is not part of the answer, but it is a completion
+		// token (usage counts it), so it keeps its logprob entry, with no
+		// text: one entry per completion token.
 		text, lps := s.gate.FlushLogprobs()
+		if tl != nil {
+			lps = append(lps, inference.Unsent(*tl))
+		}
 		e.finish(s, inference.Event{Text: text, Logprobs: lps, Done: true, FinishReason: inference.FinishStop})
 		return
 	}
@@ -617,6 +624,11 @@ func (e *Engine) sample(s *slot) {
 		var n int
 		n, jsonDone = s.json.Feed(piece)
 		piece = piece[:n]
+		if tl != nil && n < len(tl.Bytes) {
+			// The token runs past the JSON value: it keeps the part sent.
+			tl.Bytes = tl.Bytes[:n:n]
+			tl.Token = string(tl.Bytes)
+		}
 	}
 	// The gate releases each token's logprob with the token's text, so the
 	// logprobs sent join into the content sent (a leading space trimmed or
@@ -644,8 +656,8 @@ func (e *Engine) sample(s *slot) {
 	s.hasTok = true
 }
 
-func (e *Engine) tokenLogprob(tok llamacpp.Token, lp float32) inference.TokenLogprob {
-	b := e.model.Piece(tok, false)
+func (e *Engine) tokenLogprob(tok llamacpp.Token, lp float32, special bool) inference.TokenLogprob {
+	b := e.model.Piece(tok, special)
 	return inference.TokenLogprob{ID: tok, Token: string(b), Bytes: b, Logprob: lp}
 }
 
