@@ -30,7 +30,7 @@ CGO_ENV    = CGO_ENABLED=1 \
 CGO_NOISE  := 'warning:|note:|In function|inlined from|^ +\||~~~|^\s*[0-9]+ \|'
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build llama cgo-env run models test test-go test-sdk test-console bench bench-gateway bench-retrieval bench-workflow fmt vet clean deps
+.PHONY: all build llama cgo-env run models test-models test test-go test-sdk test-console bench bench-gateway bench-retrieval bench-workflow fmt vet clean deps
 
 all: build
 
@@ -51,8 +51,17 @@ build: deps llama
 	@$(CGO_ENV) $(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/sovereign 2> >(grep -v -E $(CGO_NOISE) >&2)
 	@echo ">> built $(BIN)"
 
+# The default models (`sovereign models pull --list` shows every known one):
+# Qwen2.5-Coder 0.5B Instruct for chat (alias "default") and
+# all-MiniLM-L6-v2 for embeddings.
 models: build
 	@$(BIN) models pull --defaults --models-dir "$(MODELS_DIR)"
+
+# What the test suites and benchmarks use: the defaults, and gemma3-270m, a
+# small base model that keeps them fast where the model's skill does not
+# matter (internal/testutil.TestModels is the same list).
+test-models: build
+	@$(BIN) models pull --defaults gemma3-270m --models-dir "$(MODELS_DIR)"
 
 run: models
 	@SOVEREIGN_DATA_DIR="$(DATA_DIR)" SOVEREIGN_MODELS_DIR="$(MODELS_DIR)" $(BIN) serve
@@ -62,7 +71,7 @@ run: models
 # Python and Node and Sovereign's own SDKs (sdk/python, sdk/typescript)
 # against a live server, then the web console in a browser (Debian's
 # chromium, driven by playwright-core).
-test: models
+test: test-models
 	@$(MAKE) --no-print-directory test-go
 	@$(MAKE) --no-print-directory test-sdk
 	@$(MAKE) --no-print-directory test-console
@@ -102,7 +111,7 @@ test-console:
 
 # Every benchmark runs even when an earlier one misses a target; the exit
 # status says whether all met theirs.
-bench: models
+bench: test-models
 	@rc=0; \
 	SOVEREIGN_MODELS_DIR="$(MODELS_DIR)" bash bench/engine/run.sh || rc=1; \
 	bash bench/gateway/run.sh || rc=1; \
@@ -116,7 +125,7 @@ bench-gateway: build
 bench-workflow: build
 	@bash bench/workflow/run.sh
 
-bench-retrieval: models
+bench-retrieval: test-models
 	@SOVEREIGN_MODELS_DIR="$(MODELS_DIR)" bash bench/retrieval/run.sh
 
 fmt:

@@ -9,7 +9,7 @@
 #
 # Environment:
 #   SOVEREIGN_MODELS_DIR  models to serve (default: $REPO/data/models); must hold
-#                         gemma3-270m and all-minilm-l6-v2
+#                         gemma3-270m and all-minilm-l6-v2 (`make test-models`)
 #   SOVEREIGN_BIN         server binary (default: $REPO/bin/sovereign, built with
 #                         `make build` when missing)
 #   SDK_TEST_TIMEOUT      seconds each suite may run (default: 900)

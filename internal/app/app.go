@@ -407,8 +407,12 @@ func (p pathsOf) ModelPath(id string) (string, error) {
 // DefaultRerankModel picks the model that serves rerank requests naming
 // no model: the configured one (SOVEREIGN_RERANK_MODEL or rerank_model)
 // when set, else the first installed local model whose rerank method is
-// cross-encoder, else the default chat model (query-likelihood) when
-// installed. It returns "" when none applies, and says which rule chose.
+// cross-encoder, else the smallest installed chat model Sovereign knows by
+// name (models.Known: gemma3-270m where the tests' models are, the default
+// chat model after `make run`), by query likelihood. Query likelihood runs
+// the model over every candidate, so the smallest is the fastest, and the
+// score needs no instruction-following. It returns "" when none applies,
+// and says which rule chose.
 func DefaultRerankModel(configured string, list []catalog.Model) (id, why string) {
 	if configured != "" {
 		return configured, "configuration"
@@ -418,17 +422,20 @@ func DefaultRerankModel(configured string, list []catalog.Model) (id, why string
 			return m.ID, "first installed cross-encoder"
 		}
 	}
-	chat := ""
-	for _, d := range models.Defaults {
-		if d.Purpose == models.CapChat {
-			chat = d.ID
-			break
+	var best *catalog.Model
+	var bestSize int64
+	for _, d := range models.Known {
+		if d.Purpose != models.CapChat {
+			continue
+		}
+		for i, m := range list {
+			if m.ID == d.ID && m.Backend == catalog.BackendLocal && m.RerankMethod != "" && (best == nil || d.Size < bestSize) {
+				best, bestSize = &list[i], d.Size
+			}
 		}
 	}
-	for _, m := range list {
-		if m.ID == chat && m.Backend == catalog.BackendLocal && m.RerankMethod != "" {
-			return m.ID, "default chat model (" + m.RerankMethod + ")"
-		}
+	if best != nil {
+		return best.ID, "smallest installed known chat model (" + best.RerankMethod + ")"
 	}
 	return "", ""
 }

@@ -46,8 +46,8 @@ type Config struct {
 	// beside it (see docs/engine.md#deterministic-mode).
 	Deterministic bool `yaml:"deterministic"`
 	// RerankModel serves searches that ask for reranking without naming a
-	// model (default: the first installed cross-encoder, else the default
-	// chat model with the query-likelihood method).
+	// model (default: the first installed cross-encoder, else the smallest
+	// installed known chat model with the query-likelihood method).
 	RerankModel string `yaml:"rerank_model"`
 	// AbstainText is the answer with sources when the sources do not say
 	// (docs/sources.md).
@@ -116,7 +116,7 @@ var settings = []setting{
 	{"KeepAlive", "keep_alive", "SOVEREIGN_KEEP_ALIVE", "5m", "unload a model after this long idle (negative: never)"},
 	{"MaxLoaded", "max_loaded", "SOVEREIGN_MAX_LOADED", "2", "most models loaded at once"},
 	{"Deterministic", "deterministic", "SOVEREIGN_DETERMINISTIC", "false", "same output for the same request whatever runs beside it (decodes each sequence on its own; costs batched throughput)"},
-	{"RerankModel", "rerank_model", "SOVEREIGN_RERANK_MODEL", "", "default rerank model (default: the first installed cross-encoder, else the default chat model)"},
+	{"RerankModel", "rerank_model", "SOVEREIGN_RERANK_MODEL", "", "default rerank model (default: the first installed cross-encoder, else the smallest installed chat model of `sovereign models pull --list`)"},
 	{"RedisURL", "redis_url", "SOVEREIGN_REDIS_URL", "", "Redis for rate limits and quotas shared by several replicas, redis://host:port/db (default: in memory)"},
 	{"LimitsFailOpen", "limits_fail_open", "SOVEREIGN_LIMITS_FAIL_OPEN", "false", "admit requests when Redis is down (default: refuse governed requests with 503)"},
 	{"LogCheckpointInterval", "log_checkpoint_interval", "SOVEREIGN_LOG_CHECKPOINT_INTERVAL", "1h", "how often a Merkle checkpoint (RFC 6962 root) of the request log is stored, for audit verify and proofs (0: never)"},

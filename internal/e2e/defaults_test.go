@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,17 +14,23 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/testutil"
 )
 
-// defaultStore opens the models directory holding the default models
+// defaultStore opens the models directory holding the test models
 // ($SOVEREIGN_TEST_MODELS_DIR, set by `make test`, else ./data/models),
-// pulling any that are missing.
+// pulling any that are missing: the defaults and gemma3-270m.
 func defaultStore(t *testing.T) *models.Store {
 	t.Helper()
 	return testutil.DefaultModels(t)
 }
 
+// The default chat model answers under its alias, "default", as `make run`
+// leaves it: the instruction-tuned model, which answers the question
+// rather than continuing it.
 func TestDefaultChatModelKnowsTheCapitalOfFrance(t *testing.T) {
 	e := newEnv(t, defaultStore(t), engine.Config{CtxPerSlot: 2048})
-	out, resp := e.chat("gemma3-270m", "What is the capital of France?", map[string]any{"max_tokens": 32})
+	if m := e.modelInfo("default"); m.ID != models.Defaults[0].ID || !slices.Contains(m.Capabilities, "tools") {
+		t.Fatalf(`"default" is %s (%v), want %s with tools`, m.ID, m.Capabilities, models.Defaults[0].ID)
+	}
+	out, resp := e.chat("default", "What is the capital of France?", map[string]any{"max_tokens": 32})
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d: %+v", resp.StatusCode, readError(t, resp))
 	}

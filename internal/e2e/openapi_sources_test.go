@@ -176,8 +176,9 @@ func TestOpenAPISourcesResponsesMatch(t *testing.T) {
 				t.Fatalf("%s: param %v, want %s", bad.body, e["param"], bad.param)
 			}
 		}
-		// The default rerank model, as serve picks it: the default chat
-		// model (query-likelihood) when no cross-encoder is installed.
+		// The default rerank model, as serve picks it: the smallest known
+		// chat model installed (gemma3-270m among the test models), by
+		// query likelihood, when no cross-encoder is installed.
 		x = c.call("POST", path, map[string]any{"query": "zorblat", "rerank": true, "top_k": 2})
 		expectStatus(t, x, 200)
 		if first := x.json(t)["data"].([]any)[0].(map[string]any); first["rerank_score"] == nil || first["title"] != "zorblat" {

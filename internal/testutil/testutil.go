@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -88,9 +89,22 @@ func (e *buildError) Error() string {
 	return e.err.Error() + "\n" + out
 }
 
+// TestModels are the models the suites use: the defaults (the default chat
+// model, which tests that need an instruction-tuned model name, and the
+// embedding model), and gemma3-270m, a small base model that keeps the
+// suites fast where the model's skill does not matter. `make test` pulls
+// the same list (`sovereign models pull --defaults gemma3-270m`).
+var TestModels = func() []models.DefaultModel {
+	gemma, ok := models.Lookup("gemma3-270m")
+	if !ok {
+		panic("testutil: gemma3-270m is not a known model")
+	}
+	return append(slices.Clone(models.Defaults), gemma)
+}()
+
 // DefaultModels opens the model store of the end-to-end tests
 // (SOVEREIGN_TEST_MODELS_DIR, default data/models in the checkout) and
-// fetches the default models into it when they are missing.
+// fetches [TestModels] into it when they are missing.
 func DefaultModels(t testing.TB) *models.Store {
 	t.Helper()
 	dir := os.Getenv("SOVEREIGN_TEST_MODELS_DIR")
@@ -101,8 +115,8 @@ func DefaultModels(t testing.TB) *models.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := models.EnsureDefaults(context.Background(), store, os.Stderr); err != nil {
-		t.Fatalf("fetching the default models: %v", err)
+	if _, err := models.Ensure(context.Background(), store, TestModels, os.Stderr); err != nil {
+		t.Fatalf("fetching the test models: %v", err)
 	}
 	return store
 }

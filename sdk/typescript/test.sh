@@ -3,7 +3,7 @@
 #
 # Usage: SOVEREIGN_BASE_URL=http://127.0.0.1:PORT/v1 SOVEREIGN_API_KEY=sk-sov-… sdk/typescript/test.sh
 #
-# The server must run the default models (gemma3-270m, all-minilm-l6-v2) in
+# The server must run the test models (gemma3-270m, all-minilm-l6-v2: `make test-models`) in
 # deterministic mode with SOVEREIGN_OUTBOUND_ALLOW_PRIVATE=true (the webhook
 # test's receiver listens on 127.0.0.1), and the key must be its bootstrap
 # admin key. Steps, each fatal:

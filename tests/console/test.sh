@@ -10,7 +10,7 @@
 #   SOVEREIGN_BIN         server binary (default: $REPO/bin/sovereign, built with
 #                         `make build` when missing)
 #   SOVEREIGN_MODELS_DIR  models to serve (default: $REPO/data/models); must hold
-#                         gemma3-270m
+#                         gemma3-270m (`make test-models`)
 #   CHROMIUM              the browser (default: Debian's `chromium`, installed
 #                         with apt-get when missing and running as root)
 #   CONSOLE_TEST_TIMEOUT  seconds the suite may run (default: 300)
