@@ -265,10 +265,11 @@ func printKnown(w io.Writer, store *models.Store) error {
 		return err
 	}
 	fmt.Fprintln(w, "\nPull one with `sovereign models pull NAME`; the references:")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, d := range models.Known {
-		fmt.Fprintf(w, "  %s  %s\n", d.ID, d.Ref)
+		fmt.Fprintf(tw, "  %s\t%s\n", d.ID, d.Ref)
 	}
-	return nil
+	return tw.Flush()
 }
 
 // resolveModelsDir applies the precedence flag > $SOVEREIGN_MODELS_DIR >
