@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/sovereign-ai/sovereign/internal/grammar"
@@ -104,7 +105,8 @@ func (s *Server) formatChat(req *inference.CompletionRequest) (formatted, error)
 				if err != nil {
 					return formatted{}, err
 				}
-				f.tools = &toolReader{native: parser}
+				f.tools = &toolReader{native: parser, tools: tools, forced: choice == inference.ToolChoiceRequired,
+					jsonCalls: choice == inference.ToolChoiceAuto}
 			}
 			return f, nil
 		}
@@ -137,7 +139,7 @@ func (s *Server) formatChat(req *inference.CompletionRequest) (formatted, error)
 			// other start is a text answer.
 			f.triggers = []inference.GrammarTrigger{{Pattern: `^\s*(\{\s*"tool_calls"[\s\S]*)$`}}
 		}
-		f.tools = &toolReader{}
+		f.tools = &toolReader{tools: tools, forced: choice == inference.ToolChoiceRequired}
 	}
 	return f, nil
 }
@@ -407,6 +409,15 @@ type toolReader struct {
 	sent    int
 	calls   []sentCall
 	mode    int // generic: undecided, text or envelope
+	// tools are the tools offered; forced says the request forces a call
+	// (tool_choice required or a function named). jsonCalls (native
+	// format, tool_choice auto) reads an answer that is a call written as
+	// plain JSON as that call (jsoncall.go). finish is the finish reason
+	// of the event being read.
+	tools     []inference.Tool
+	forced    bool
+	jsonCalls bool
+	finish    string
 }
 
 type sentCall struct {
@@ -423,6 +434,7 @@ const (
 // read takes one engine event and returns the events to send instead.
 func (t *toolReader) read(ev inference.Event) []inference.Event {
 	t.raw.WriteString(ev.Text)
+	t.finish = ev.FinishReason
 	var out inference.Event
 	if t.native != nil {
 		out = t.readNative(ev.Done)
@@ -446,12 +458,37 @@ func (t *toolReader) read(ev inference.Event) []inference.Event {
 // sends what is new: more content, new calls, more arguments.
 func (t *toolReader) readNative(done bool) inference.Event {
 	var out inference.Event
-	msg, err := t.native.Parse(t.raw.String(), !done)
+	// Output cut short by max_tokens is read as partial too: a call being
+	// written comes back with the arguments written so far.
+	cut := done && t.finish == inference.FinishLength
+	msg, err := t.native.Parse(t.raw.String(), !done || cut)
 	if err != nil {
 		if done {
 			// Unparseable at the end: what was not sent goes out as text.
 			out.Text = strings.TrimPrefix(t.raw.String(), t.content)
 		}
+		return out
+	}
+	if t.jsonCalls {
+		if len(msg.ToolCalls) > 0 || t.content != "" || jsonCallProgress(msg.Content, t.tools) == jsonCallText {
+			t.jsonCalls = false // decided: not a call written as JSON
+		} else if !done {
+			return out // held back while it may be one
+		} else {
+			c, ok := jsonAnswerCall(msg.Content, t.tools)
+			if !ok && cut {
+				c, ok = jsonCutCall(msg.Content, t.tools)
+			}
+			if ok {
+				t.addCall(&out, c)
+				return out
+			}
+		}
+	}
+	if cut && len(msg.ToolCalls) == 0 && len(t.calls) == 0 && t.forced && len(t.tools) == 1 {
+		// A forced call cut before its name was written: the name is
+		// known all the same, and the arguments are empty so far.
+		t.addCall(&out, envelopeCall{Name: t.tools[0].Name})
 		return out
 	}
 	if strings.HasPrefix(msg.Content, t.content) {
@@ -491,10 +528,17 @@ func (t *toolReader) readGeneric(done bool) inference.Event {
 			lead = "{" + strings.TrimLeft(lead[1:], " \t\r\n")
 		}
 		switch {
+		case t.forced:
+			// The grammar holds a forced answer to the envelope from the
+			// first token on, however soon it is cut.
+			t.mode = modeEnvelope
 		case len(lead) >= len(genericEnvelope) && strings.HasPrefix(lead, genericEnvelope):
 			t.mode = modeEnvelope
 		case strings.HasPrefix(genericEnvelope, lead) && !done:
 			return out // could still become the envelope
+		case strings.HasPrefix(genericEnvelope, lead) && len(lead) >= len(`{"t`) && t.finish == inference.FinishLength:
+			// Cut short while starting the envelope: a call was coming.
+			t.mode = modeEnvelope
 		default:
 			t.mode = modeText
 		}
@@ -507,57 +551,230 @@ func (t *toolReader) readGeneric(done bool) inference.Event {
 	if !done {
 		return out
 	}
-	calls := envelopeCalls(raw)
+	calls, tail := envelopeCalls(raw)
+	if tail == nil && len(calls) == 0 {
+		// Cut before the first call's object: the envelope still says a
+		// call was coming.
+		tail = &partialCall{}
+	}
+	if tail != nil && t.finish == inference.FinishLength {
+		// Cut short by max_tokens inside a call: the call with the
+		// arguments written so far (possibly not whole JSON), as OpenAI
+		// answers a call cut short, when its function is known.
+		if name := t.resolve(tail.name, tail.nameWhole); name != "" {
+			calls = append(calls, envelopeCall{Name: name, partial: tail.arguments})
+		}
+	}
 	if len(calls) == 0 {
-		// Not a call after all, or cut short (max_tokens) before a first
-		// call was whole: the text is all there is.
+		if t.finish == inference.FinishLength {
+			// Cut before even the function's name was known: no call,
+			// and no envelope text either, which is this server's format
+			// rather than the model's answer.
+			return out
+		}
+		// Not a call after all: the text is all there is.
 		out.Text = raw
 		return out
 	}
-	for i, c := range calls {
-		id := newCallID()
-		args := "{}"
-		if len(c.Arguments) > 0 {
-			args = compactJSON(c.Arguments)
-		}
-		t.calls = append(t.calls, sentCall{id: id, name: c.Name, args: args})
-		out.ToolCalls = append(out.ToolCalls, inference.ToolCallDelta{Index: i, ID: id, Name: c.Name, Arguments: args})
+	for _, c := range calls {
+		t.addCall(&out, c)
 	}
 	return out
 }
 
-// envelopeCall is one call of the generic envelope.
+// resolve names the function a call cut short was calling: its name when
+// whole, else the one tool offered whose name starts with the part written
+// (the grammar allows only the tools' names); "" when that is not one.
+func (t *toolReader) resolve(name string, whole bool) string {
+	if whole {
+		return name
+	}
+	found := ""
+	for _, tool := range t.tools {
+		if strings.HasPrefix(tool.Name, name) {
+			if found != "" {
+				return ""
+			}
+			found = tool.Name
+		}
+	}
+	return found
+}
+
+// addCall sends a whole call (or, cut short, one with the arguments
+// written so far) as call number len(t.calls).
+func (t *toolReader) addCall(out *inference.Event, c envelopeCall) {
+	id := newCallID()
+	args := c.partial
+	if c.Arguments != nil {
+		args = "{}"
+		if len(c.Arguments) > 0 {
+			args = compactJSON(c.Arguments)
+		}
+	}
+	out.ToolCalls = append(out.ToolCalls, inference.ToolCallDelta{Index: len(t.calls), ID: id, Name: c.Name, Arguments: args})
+	t.calls = append(t.calls, sentCall{id: id, name: c.Name, args: args})
+}
+
+// envelopeCall is one call of the generic envelope: Arguments when whole,
+// partial (the text written so far) when cut short.
 type envelopeCall struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
+	partial   string
+}
+
+// partialCall is the call an envelope cut short was writing: its name, or
+// as much of it as was written, and the text of its arguments so far.
+type partialCall struct {
+	name      string
+	nameWhole bool
+	arguments string
 }
 
 // envelopeCalls reads the calls of a generic envelope, in order, as far as
-// they are whole: an envelope cut short by max_tokens (a model may repeat
-// a call until the limit) gives the calls it finished, as OpenAI answers
-// a cut-short call with finish_reason "length", rather than the envelope's
-// text, which is this server's format and not the model's answer. Reading
-// stops at the first call that is not whole or names no function.
-func envelopeCalls(raw string) []envelopeCall {
+// they are whole (a model may repeat calls until max_tokens), and the call
+// after them that was cut short, if any. Reading stops at the first call
+// that is not whole or names no function.
+func envelopeCalls(raw string) ([]envelopeCall, *partialCall) {
 	dec := json.NewDecoder(strings.NewReader(raw))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil
+		return nil, nil
 	}
 	if tok, err := dec.Token(); err != nil || tok != "tool_calls" {
-		return nil
+		return nil, nil
 	}
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
-		return nil
+		return nil, nil
 	}
 	var calls []envelopeCall
 	for dec.More() {
+		at := dec.InputOffset()
 		var c envelopeCall
-		if err := dec.Decode(&c); err != nil || c.Name == "" {
+		if err := dec.Decode(&c); err != nil {
+			tail, _ := cutCallKeys(raw[at:], []string{"arguments"})
+			return calls, tail
+		}
+		if c.Name == "" {
 			break
+		}
+		if c.Arguments == nil {
+			c.Arguments = json.RawMessage{}
 		}
 		calls = append(calls, c)
 	}
-	return calls
+	return calls, nil
+}
+
+// cutCallKeys reads a call object that ends early: s starts at the object
+// (after any separator) and holds "name", then the arguments under one of
+// argKeys, in the order the grammar (and models) write them. It returns
+// the call as far as it is written — nil before its object starts, an
+// empty name not whole until the name's value is — and whether s is still
+// the start of such an object (the arguments' own text is not checked).
+func cutCallKeys(s string, argKeys []string) (*partialCall, bool) {
+	s = strings.TrimLeft(s, " \t\r\n,")
+	if s == "" {
+		return nil, true
+	}
+	rest, ok := strings.CutPrefix(s, "{")
+	if !ok {
+		return nil, false
+	}
+	c := &partialCall{}
+	rest = skipSpace(rest)
+	if rest == "" {
+		return c, true
+	}
+	key, after, whole := jsonString(rest)
+	if !whole {
+		return c, strings.HasPrefix(`"name"`, rest)
+	}
+	if key != "name" {
+		return c, false
+	}
+	if rest = skipSpace(after); rest == "" {
+		return c, true
+	}
+	if rest, ok = strings.CutPrefix(rest, ":"); !ok {
+		return c, false
+	}
+	if rest = skipSpace(rest); rest == "" {
+		return c, true
+	}
+	if rest[0] != '"' {
+		return c, false
+	}
+	c.name, after, c.nameWhole = jsonString(rest)
+	if !c.nameWhole {
+		return c, true
+	}
+	if rest = skipSpace(after); rest == "" {
+		return c, true
+	}
+	if rest, ok = strings.CutPrefix(rest, ","); !ok {
+		return c, false
+	}
+	if rest = skipSpace(rest); rest == "" {
+		return c, true
+	}
+	key, after, whole = jsonString(rest)
+	if !whole {
+		for _, k := range argKeys {
+			if strings.HasPrefix(`"`+k+`"`, rest) {
+				return c, true
+			}
+		}
+		return c, false
+	}
+	if !slices.Contains(argKeys, key) {
+		return c, false
+	}
+	if rest = skipSpace(after); rest == "" {
+		return c, true
+	}
+	if rest, ok = strings.CutPrefix(rest, ":"); !ok {
+		return c, false
+	}
+	c.arguments = skipSpace(rest)
+	// Arguments that are whole (the cut came after them) read as JSON.
+	if a := strings.TrimRight(c.arguments, " \t\r\n"); a != "" && json.Valid([]byte(a)) {
+		c.arguments = compactJSON(json.RawMessage(a))
+	}
+	return c, true
+}
+
+func skipSpace(s string) string { return strings.TrimLeft(s, " \t\r\n") }
+
+// jsonString reads the JSON string s starts with: its value, the text
+// after it, and whether it was whole; a string cut short gives the part
+// written so far (an escape cut in the middle left out).
+func jsonString(s string) (string, string, bool) {
+	if !strings.HasPrefix(s, `"`) {
+		return "", s, false
+	}
+	for i := 1; i < len(s); i++ {
+		switch s[i] {
+		case '\\':
+			i++
+		case '"':
+			var v string
+			if json.Unmarshal([]byte(s[:i+1]), &v) != nil {
+				return "", s, false
+			}
+			return v, s[i+1:], true
+		}
+	}
+	// Cut short: decode what is whole of it.
+	part := s
+	for len(part) > 1 {
+		var v string
+		if json.Unmarshal([]byte(part+`"`), &v) == nil {
+			return v, "", false
+		}
+		part = part[:len(part)-1]
+	}
+	return "", "", false
 }
 
 // dropLeadingLiteral removes the literal lit from the start of the root
