@@ -154,6 +154,8 @@ type Writer struct {
 	factSets []map[string]bool // fact words of each source
 	idf      map[string]float64
 	question map[string]bool // the question's content words (stemmed)
+	wants    answerKind      // what kind of thing the question asks for
+	answered bool            // a supported sentence gives the kind asked for
 
 	// Source sentences and their vectors, embedded once in the background
 	// (started by NewWriter) and waited for by the first attribution.
@@ -203,6 +205,7 @@ func NewWriter(srcs []Source, o Options) *Writer {
 		w.idf[t] = math.Log(1 + float64(len(srcs))/float64(n))
 	}
 	w.question = contentWords(o.Question)
+	w.wants = expects(o.Question)
 	if o.Cite && o.Embed != nil && len(srcs) > 0 {
 		go w.embedSources()
 	} else {
@@ -258,7 +261,7 @@ func (w *Writer) Flush() string {
 	}
 	w.drain(true)
 	w.done = true
-	if w.holding {
+	if w.opts.Abstain && !w.answered {
 		w.abstained = true
 		w.out.Reset()
 		w.out.WriteString(w.opts.AbstainText)
@@ -471,7 +474,14 @@ func (w *Writer) closeSentence() {
 		w.emit("[" + strconv.Itoa(n) + "]")
 	}
 	w.citations = append(w.citations, c)
-	w.holding = false
+	// A supported sentence that does not give what the question asks
+	// ("How many captains…?" answered "Singing captains steer them.")
+	// does not answer it: the answer stays held, and abstains if nothing
+	// else does.
+	if w.wants.in(text, w.opts.Question) {
+		w.answered = true
+		w.holding = false
+	}
 }
 
 // attribute returns the numbers of the sources that support sentence
@@ -497,7 +507,12 @@ func (w *Writer) attribute(sentence string) ([]int, bool) {
 			novel = append(novel, t)
 		}
 	}
-	sim := w.similarity(claimText, len(cw))
+	// Meaning is measured (an embedding call) only when some source, or
+	// pair of sources, holds the sentence's facts and words at all.
+	var sim []float64
+	if w.anyHolds(fs, novel) {
+		sim = w.similarity(claimText, len(cw))
+	}
 	type cand struct {
 		i       int
 		score   float64
@@ -561,6 +576,27 @@ func (w *Writer) attribute(sentence string) ([]int, bool) {
 		return []int{bi + 1, bj + 1}, true
 	}
 	return nil, true
+}
+
+// anyHolds reports whether some source holds all the facts fs and the
+// novel words, or any two sources hold the facts between them (the
+// precondition of support, checked before measuring meaning).
+func (w *Writer) anyHolds(fs, novel []string) bool {
+	covered := map[string]bool{}
+	for i := range w.srcs {
+		all := true
+		for _, f := range fs {
+			if w.factSets[i][f] {
+				covered[f] = true
+			} else {
+				all = false
+			}
+		}
+		if all && w.novelHeld(novel, i, -1) {
+			return true
+		}
+	}
+	return len(fs) >= 2 && len(covered) == len(uniq(fs))
 }
 
 // close reports whether source i is close to the sentence: in meaning
@@ -652,6 +688,81 @@ func (w *Writer) supportPair(cw map[string]bool, i, j int) float64 {
 		return 0
 	}
 	return shared / total
+}
+
+// answerKind is what a question asks for, as far as its first words
+// tell: a number, a time, a name, or anything.
+type answerKind int
+
+const (
+	anyAnswer answerKind = iota
+	numberAnswer
+	timeAnswer
+	nameAnswer
+)
+
+// expects reads the kind of answer a question asks for from its opening
+// words ("How many …", "When …", "Who …").
+func expects(question string) answerKind {
+	q := " " + strings.ToLower(strings.Join(strings.Fields(question), " "))
+	has := func(ps ...string) bool {
+		for _, p := range ps {
+			if strings.Contains(q, " "+p+" ") {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has("how many", "how much", "how long", "how old", "how far", "how tall", "how high", "how heavy", "how deep", "how wide", "how fast", "what percentage", "what number"):
+		return numberAnswer
+	case has("when", "what year", "which year", "what date", "which century", "what century"):
+		return timeAnswer
+	case has("who", "whom", "whose"):
+		return nameAnswer
+	}
+	return anyAnswer
+}
+
+// numberWords are numbers written out, and words that stand for them.
+var numberWords = map[string]bool{}
+
+func init() {
+	for _, w := range strings.Fields(`zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred hundreds thousand thousands million millions dozen dozens half once twice single pair none no`) {
+		numberWords[w] = true
+	}
+}
+
+var months = map[string]bool{"january": true, "february": true, "march": true, "april": true, "may": true, "june": true, "july": true,
+	"august": true, "september": true, "october": true, "november": true, "december": true, "spring": true, "summer": true,
+	"autumn": true, "winter": true, "century": true, "solstice": true, "equinox": true, "dawn": true, "dusk": true, "midnight": true, "noon": true}
+
+// in reports whether sentence gives the kind of answer: a number (digits
+// or a number word), a time (also a month, season or century), a name (a
+// capitalised word the question does not have).
+func (k answerKind) in(sentence, question string) bool {
+	words := strings.FieldsFunc(sentence, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	for _, f := range words {
+		r, _ := utf8.DecodeRuneInString(f)
+		l := strings.ToLower(f)
+		switch k {
+		case anyAnswer:
+			return true
+		case numberAnswer:
+			if unicode.IsDigit(r) || numberWords[l] {
+				return true
+			}
+		case timeAnswer:
+			if unicode.IsDigit(r) || months[l] || numberWords[l] {
+				return true
+			}
+		case nameAnswer:
+			if unicode.IsUpper(r) && utf8.RuneCountInString(f) > 1 && !strings.Contains(strings.ToLower(question), l) {
+				return true
+			}
+		}
+	}
+	return k == anyAnswer
 }
 
 // abstentions are phrases with which a model says its sources do not

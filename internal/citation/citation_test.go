@@ -270,3 +270,28 @@ func FuzzWriter(f *testing.F) {
 		}
 	})
 }
+
+// TestAnswerGivesWhatIsAsked: a supported sentence that does not give the
+// kind of thing the question asks for (a number, a time, a name) does not
+// answer it, and the answer abstains.
+func TestAnswerGivesWhatIsAsked(t *testing.T) {
+	for _, c := range []struct {
+		q, answer string
+		abstains  bool
+	}{
+		{"How many captains steer each sky ship of Veloria?", "The sky ships of Veloria are steered by singing captains.", true},
+		{"When was the zorblat engine first built?", "The zorblat engine runs on purple coolant.", true},
+		{"When was the zorblat engine first built?", "The zorblat engine was first built in 1872.", false},
+		{"Who steers the sky ships of Veloria?", "The sky ships of Veloria are steered by singing captains.", true},
+		{"Where was the zorblat engine first built?", "It was first built in the harbour town of Qarth.", false},
+		{"What do the seeds of quantum tomatoes do?", "Their seeds hum softly at dawn.", false},
+	} {
+		got, w := run(c.answer, Options{Cite: true, Abstain: true, Question: c.q})
+		if w.Abstained() != c.abstains {
+			t.Errorf("%q answered %q: %q (abstained %v, want %v)", c.q, c.answer, got, w.Abstained(), c.abstains)
+		}
+	}
+	if k := expects("how MANY ships?"); k != numberAnswer {
+		t.Fatalf("expects: %v", k)
+	}
+}

@@ -22,6 +22,9 @@ type citedAnswer struct {
 			Content string `json:"content"`
 		} `json:"message"`
 	} `json:"choices"`
+	Usage struct {
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
 	Citations []struct {
 		Index   int    `json:"index"`
 		Start   int    `json:"start"`
@@ -56,6 +59,10 @@ func checkOffsets(t *testing.T, answer string, a citedAnswer) {
 
 var marker = regexp.MustCompile(`\[\d+\]`)
 
+// answerModel answers with sources in the tests that need answers worth
+// having: the instruct default (a base model's answers turn on numerics).
+const answerModel = "qwen2.5-coder-0.5b-instruct"
+
 // TestAnswersWithCitations asks the default chat model about made-up facts
 // held in the team's default collection: each answer's first citation
 // points at the document holding the fact, offsets slice the answer, the
@@ -79,7 +86,7 @@ func TestAnswersWithCitations(t *testing.T) {
 	// them is empty).
 	ask := func(key, q string, extra map[string]any) (int, citedAnswer, envelope) {
 		t.Helper()
-		body := map[string]any{"model": "gemma3-270m", "messages": []map[string]string{{"role": "user", "content": q}},
+		body := map[string]any{"model": answerModel, "messages": []map[string]string{{"role": "user", "content": q}},
 			"citations": true, "max_tokens": 60, "temperature": 0}
 		for k, v := range extra {
 			body[k] = v
@@ -93,11 +100,6 @@ func TestAnswersWithCitations(t *testing.T) {
 		json.Unmarshal(raw, &env)
 		return resp.StatusCode, a, env
 	}
-	// The questions go in a fixed order: a cached prefix left by the
-	// question before changes the numerics a little, and a 270M model's
-	// greedy answer can turn on that. ("Where was the zorblat engine first
-	// built?" is answered from the ships document when read from an empty
-	// cache, so it is not asked.)
 	questions := []struct{ q, want string }{
 		{"What coolant does the zorblat engine run on?", "zorblat"},
 		{"When was the zorblat engine first built?", "zorblat"},
@@ -140,7 +142,7 @@ func TestAnswersWithCitations(t *testing.T) {
 		t.Fatalf("%d source links for %d cited sources", len(links), n)
 	}
 	l := links[0].(map[string]any)
-	if l["response_id"] != firstResponse.ID || l["source"].(map[string]any)["document_id"] != docs["zorblat"] || l["model"] != "gemma3-270m" {
+	if l["response_id"] != firstResponse.ID || l["source"].(map[string]any)["document_id"] != docs["zorblat"] || l["model"] != answerModel {
 		t.Fatalf("source link %v", l)
 	}
 	if got := e.json("GET", "/v1/source_links?document_id="+docs["zorblat"], nil, 200)["data"].([]any); len(got) < 2 {
@@ -161,6 +163,22 @@ func TestAnswersWithCitations(t *testing.T) {
 	checkOffsets(t, streamed, cits)
 	if len(cits.Citations) == 0 || cits.Citations[0].Sources[0].DocumentID != docs["zorblat"] {
 		t.Fatalf("streamed answer %q: citations %+v", streamed, cits.Citations)
+	}
+
+	// What the sources do not say is answered with the fixed sentence, not
+	// a guess; a question about nothing in them without asking the model.
+	for _, q := range []string{"How many captains steer each sky ship of Veloria?", "What is the capital of France?"} {
+		code, a, _ := ask(e.key, q, nil)
+		if code != 200 || a.Choices[0].Message.Content != "The sources do not say." || len(a.Citations) != 0 {
+			t.Fatalf("%q: %d %+v, want the abstain text without citations", q, code, a)
+		}
+		if q == "What is the capital of France?" && a.Usage.CompletionTokens != 0 {
+			t.Fatalf("%q: the model was asked (%d tokens) about a question retrieval found nothing for", q, a.Usage.CompletionTokens)
+		}
+	}
+	// {"abstain": false} keeps what the model wrote.
+	if code, a, _ := ask(e.key, "What is the capital of France?", map[string]any{"citations": map[string]any{"abstain": false}}); code != 200 || a.Choices[0].Message.Content == "The sources do not say." {
+		t.Fatalf("abstain false: %d %+v", code, a)
 	}
 
 	// Citations off: the answer has no markers and no citations.
@@ -186,6 +204,8 @@ func TestAnswersWithCitations(t *testing.T) {
 		{map[string]any{"sources": map[string]any{"collections": []string{colID}, "top_k": 0}}, "sources.top_k"},
 		{map[string]any{"sources": "everything"}, "sources"},
 		{map[string]any{"prompt": "hi"}, "prompt"},
+		{map[string]any{"citations": map[string]any{"abstain": "no"}}, "citations"},
+		{map[string]any{"citations": map[string]any{"cite": true}}, "citations"},
 	} {
 		code, _, env := ask(e.key, "What coolant does the zorblat engine run on?", c.extra)
 		if code != 400 || env.Error.Param == nil || *env.Error.Param != c.param {
@@ -245,7 +265,7 @@ func TestAnswersWithCitations(t *testing.T) {
 // [DONE].
 func streamCited(t *testing.T, e *env, key, q string) (string, citedAnswer) {
 	t.Helper()
-	resp := e.request(key, "POST", "/v1/completions", map[string]any{"model": "gemma3-270m", "stream": true, "citations": true,
+	resp := e.request(key, "POST", "/v1/completions", map[string]any{"model": answerModel, "stream": true, "citations": true,
 		"max_tokens": 60, "temperature": 0, "messages": []map[string]string{{"role": "user", "content": q}}})
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {

@@ -282,7 +282,7 @@ func (c *CitationsParam) UnmarshalJSON(b []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&o); err != nil {
-		return apierr.Invalid("citations", "'citations' is true, false or an object {\"abstain\": bool}: "+err.Error())
+		return &fieldError{field: "citations", msg: "'citations' is true, false or an object {\"abstain\": bool}: " + err.Error()}
 	}
 	c.On, c.Abstain = true, o.Abstain
 	return nil
