@@ -34,6 +34,10 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := checkChatInput(m, native); err != nil {
+		var ae *apierr.Error
+		if req.Legacy() && errors.As(err, &ae) && ae.Param == "tools" {
+			ae.Param = "functions" // what the client sent
+		}
 		return err
 	}
 	if err := limit(m, &native); err != nil {
@@ -56,10 +60,14 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
+		if req.Legacy() {
+			out.UseFunctionCall()
+		}
 		return writeJSON(w, http.StatusOK, out)
 	}
 	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 	cs := openai.NewChatStream(req.Model, includeUsage, native.Logprobs)
+	cs.Legacy = req.Legacy()
 	first, events, err := firstEvent(ctx, streams)
 	if err != nil {
 		return err

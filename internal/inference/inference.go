@@ -136,6 +136,15 @@ type CompletionRequest struct {
 	ParallelToolCalls bool   `json:"parallel_tool_calls,omitempty"`
 	Logprobs          bool   `json:"logprobs,omitempty"`
 	TopLogprobs       int    `json:"top_logprobs,omitempty"`
+	// Suffix asks for fill in the middle: the text between Prompt (or
+	// Tokens) and Suffix, in the model's FIM format (its fim_pre, fim_suf
+	// and fim_mid tokens); a model without them refuses it.
+	Suffix string `json:"suffix,omitempty"`
+	// Echo sends the prompt before the completion, as the first event,
+	// with the prompt tokens' logprobs when Logprobs is set (the first
+	// token's marked NoLogprob). PromptOnly (with Echo) generates nothing.
+	Echo       bool `json:"echo,omitempty"`
+	PromptOnly bool `json:"prompt_only,omitempty"`
 	// ResponseFormat is the client's OpenAI response_format, kept verbatim
 	// for upstream servers, which apply it themselves (Grammar is what a
 	// local runner applies).
@@ -158,13 +167,17 @@ func (r *CompletionRequest) TrimLeft() bool { return r.trimLeft }
 // SetTrimLeft asks for the output's leading spaces to be dropped.
 func (r *CompletionRequest) SetTrimLeft() { r.trimLeft = true }
 
-// TokenLogprob is the log-probability of one generated token.
+// TokenLogprob is the log-probability of one generated (or, echoed,
+// prompt) token.
 type TokenLogprob struct {
 	ID      int32          `json:"id"`
 	Token   string         `json:"token"`
 	Bytes   []byte         `json:"bytes"`
 	Logprob float32        `json:"logprob"`
 	Top     []TokenLogprob `json:"top,omitempty"`
+	// NoLogprob marks the first token of an echoed prompt: nothing
+	// precedes it, so it has no log-probability (null in OpenAI's answer).
+	NoLogprob bool `json:"no_logprob,omitempty"`
 }
 
 // Usage counts tokens.

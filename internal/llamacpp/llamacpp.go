@@ -381,6 +381,15 @@ func (m *Model) EOS() Token { return Token(C.llama_vocab_eos(m.vocab)) }
 // SEP returns the sentence separator token (BERT's [SEP]), or -1.
 func (m *Model) SEP() Token { return Token(C.llama_vocab_sep(m.vocab)) }
 
+// FIM returns the model's fill-in-the-middle tokens: the one before the
+// prefix, the one before the suffix and the one after which the middle is
+// written (Qwen2.5-Coder's <|fim_prefix|>, <|fim_suffix|>, <|fim_middle|>),
+// and whether it has all three.
+func (m *Model) FIM() (pre, suf, mid Token, ok bool) {
+	pre, suf, mid = Token(C.llama_vocab_fim_pre(m.vocab)), Token(C.llama_vocab_fim_suf(m.vocab)), Token(C.llama_vocab_fim_mid(m.vocab))
+	return pre, suf, mid, pre >= 0 && suf >= 0 && mid >= 0
+}
+
 // AddEOS reports whether tokenization adds EOS by default.
 func (m *Model) AddEOS() bool { return bool(C.llama_vocab_get_add_eos(m.vocab)) }
 

@@ -36,11 +36,8 @@ var refusedFields = map[string]string{
 	"modalities":         "only text output is supported (omit 'modalities' or send [\"text\"])",
 	"prediction":         "predicted outputs are not supported",
 	"web_search_options": "web search is not supported",
-	"functions":          "the legacy 'functions' field is not supported; send 'tools'",
-	"function_call":      "the legacy 'function_call' field is not supported; send 'tool_choice'",
 	"reasoning_effort":   "reasoning effort is not supported by this server's models",
 	"verbosity":          "'verbosity' is not supported",
-	"suffix":             "'suffix' (insertion) is not supported",
 	"best_of":            "'best_of' is not supported",
 }
 

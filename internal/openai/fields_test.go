@@ -16,7 +16,7 @@ func TestDecodeRequestFields(t *testing.T) {
 		param string // "" when accepted
 	}{
 		{``, ""},
-		{`,"temperature":0.5,"top_k":4,"tools":[],"user":"u","stream_options":{"include_usage":true}`, ""},
+		{`,"temperature":0.5,"top_k":4,"tools":[],"user":"u","stream":true,"stream_options":{"include_usage":true}`, ""},
 		{`,"metadata":{"a":"b"},"service_tier":"auto","safety_identifier":"x","prompt_cache_key":"k"`, ""},
 		{`,"store":false`, ""},
 		{`,"modalities":["text"]`, ""},
@@ -25,12 +25,17 @@ func TestDecodeRequestFields(t *testing.T) {
 		{`,"audio":{"voice":"alloy","format":"wav"}`, "audio"},
 		{`,"prediction":{"type":"content","content":"x"}`, "prediction"},
 		{`,"web_search_options":{}`, "web_search_options"},
-		{`,"functions":[]`, "functions"},
+		{`,"functions":[]`, ""},
+		{`,"function_call":"auto"`, "function_call"},
+		{`,"functions":[{"name":"f"}],"tools":[{"type":"function","function":{"name":"g"}}]`, "functions"},
 		{`,"reasoning_effort":"low"`, "reasoning_effort"},
 		{`,"frobnicate":1`, "frobnicate"},
 	} {
 		var req ChatRequest
 		err := DecodeRequest(strings.NewReader("{"+base+c.extra+"}"), &req)
+		if err == nil {
+			_, err = req.Native() // the legacy fields are checked there
+		}
 		var ae *apierr.Error
 		switch {
 		case c.param == "" && err != nil:
@@ -44,8 +49,11 @@ func TestDecodeRequestFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	var comp CompletionRequest
-	if err := DecodeRequest(strings.NewReader(`{"model":"m","prompt":"x","suffix":"y"}`), &comp); err == nil {
-		t.Fatal("suffix accepted")
+	if err := DecodeRequest(strings.NewReader(`{"model":"m","prompt":"x","suffix":"y","echo":true}`), &comp); err != nil {
+		t.Fatal(err)
+	}
+	if err := DecodeRequest(strings.NewReader(`{"model":"m","prompt":"x","best_of":2}`), &comp); err == nil {
+		t.Fatal("best_of accepted")
 	}
 }
 

@@ -169,13 +169,16 @@ func contentOf(c *Content) string {
 	return c.Text
 }
 
-// Message is an OpenAI chat message.
+// Message is an OpenAI chat message. FunctionCall (an assistant's) and
+// the "function" role are the legacy forms of tool calls and their
+// results (see ChatRequest.Functions).
 type Message struct {
-	Role       string          `json:"role"`
-	Content    *Content        `json:"content"`
-	Name       string          `json:"name,omitempty"`
-	ToolCalls  []ToolCallParam `json:"tool_calls,omitempty"`
-	ToolCallID string          `json:"tool_call_id,omitempty"`
+	Role         string          `json:"role"`
+	Content      *Content        `json:"content"`
+	Name         string          `json:"name,omitempty"`
+	ToolCalls    []ToolCallParam `json:"tool_calls,omitempty"`
+	ToolCallID   string          `json:"tool_call_id,omitempty"`
+	FunctionCall *FunctionCall   `json:"function_call,omitempty"`
 }
 
 // StreamOptions is OpenAI's stream_options.
@@ -238,6 +241,11 @@ type ChatRequest struct {
 	Tools               []ToolParam     `json:"tools"`
 	ToolChoice          json.RawMessage `json:"tool_choice"`
 	ParallelToolCalls   *bool           `json:"parallel_tool_calls"`
+	// Functions and FunctionCall are OpenAI's legacy forms of tools and
+	// tool_choice: they are served as those, and the answer then comes in
+	// the legacy shape (Legacy).
+	Functions    []FunctionParam `json:"functions"`
+	FunctionCall json.RawMessage `json:"function_call"`
 	Sampling
 }
 
@@ -343,7 +351,7 @@ func (r *CompletionRequest) ChatRequest() (ChatRequest, error) {
 	return out, nil
 }
 
-var roles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true}
+var roles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true}
 
 // Native validates r and converts it to a native request.
 func (r *ChatRequest) Native() (inference.CompletionRequest, error) {
@@ -354,12 +362,16 @@ func (r *ChatRequest) Native() (inference.CompletionRequest, error) {
 		return inference.CompletionRequest{}, apierr.Invalid("messages", "'messages' must be a non-empty array")
 	}
 	out := inference.CompletionRequest{Model: r.Model}
+	legacyCalls := map[string]string{} // function name → id of its last legacy call
 	for i, m := range r.Messages {
 		if !roles[m.Role] {
-			return out, apierr.Invalid(fmt.Sprintf("messages[%d].role", i), fmt.Sprintf("invalid role %q: expected one of system, developer, user, assistant, tool", m.Role))
+			return out, apierr.Invalid(fmt.Sprintf("messages[%d].role", i), fmt.Sprintf("invalid role %q: expected one of system, developer, user, assistant, tool, function", m.Role))
 		}
 		if m.Content == nil && m.Role != "assistant" {
 			return out, apierr.Invalid(fmt.Sprintf("messages[%d].content", i), "'content' is required")
+		}
+		if err := legacyMessage(i, &m, legacyCalls); err != nil {
+			return out, err
 		}
 		role := m.Role
 		if role == "developer" {
@@ -374,7 +386,12 @@ func (r *ChatRequest) Native() (inference.CompletionRequest, error) {
 		}
 		out.Messages = append(out.Messages, msg)
 	}
-	if err := r.tools(&out); err != nil {
+	// The legacy functions become tools on a copy: r stays as sent.
+	q := *r
+	if err := q.legacyFunctions(); err != nil {
+		return out, err
+	}
+	if err := q.tools(&out); err != nil {
 		return out, err
 	}
 	max := r.MaxTokens
@@ -506,19 +523,35 @@ func (r *CompletionRequest) Native() (inference.CompletionRequest, error) {
 			return out, apierr.Invalid("prompt", "'prompt' must be a string, an array of strings, an array of token ids, or an array of arrays of token ids")
 		}
 	}
-	if err := r.Sampling.apply(&out, r.MaxTokens); err != nil {
+	max := r.MaxTokens
+	if r.Echo && max != nil && *max == 0 {
+		// max_tokens 0 with echo asks for the prompt alone (with its
+		// logprobs: how scoring harnesses read a text's likelihood).
+		max, out.PromptOnly = nil, true
+	}
+	if err := r.Sampling.apply(&out, max); err != nil {
 		return out, err
 	}
-	if r.Echo {
-		// Not ignored: an echoed answer would start with the prompt.
-		return out, apierr.Invalid("echo", "'echo' is not supported; the answer never repeats the prompt")
+	if r.Suffix != nil && *r.Suffix != "" {
+		// An empty suffix leaves nothing after the insertion point: the
+		// plain completion answers that.
+		out.Suffix = *r.Suffix
 	}
+	out.Echo = r.Echo
 	if r.Logprobs != nil {
 		if *r.Logprobs < 0 || *r.Logprobs > 5 {
 			return out, apierr.Invalid("logprobs", "'logprobs' must be between 0 and 5")
 		}
 		out.Logprobs = true
 		out.TopLogprobs = *r.Logprobs
+		if r.Echo && out.Suffix != "" {
+			// The prompt's tokens then include the suffix and the
+			// model's insertion markers, which the echoed text does not.
+			return out, apierr.Invalid("echo", "'echo' with 'logprobs' is not supported together with 'suffix'")
+		}
+	}
+	if out.PromptOnly && out.Suffix != "" {
+		return out, apierr.Invalid("max_tokens", "'max_tokens' 0 (the prompt alone, with 'echo') cannot be combined with 'suffix'")
 	}
 	return out, nil
 }

@@ -74,27 +74,30 @@ func NewLogprobs(lps []inference.TokenLogprob) []TokenLogprob {
 	return out
 }
 
-// AssistantMessage is the message of a chat choice. With tool calls and
-// no text, content is null (as OpenAI answers).
+// AssistantMessage is the message of a chat choice. With tool calls (or
+// a legacy function call) and no text, content is null (as OpenAI
+// answers).
 type AssistantMessage struct {
-	Role      string          `json:"role"`
-	Content   string          `json:"content"`
-	Refusal   *string         `json:"refusal"`
-	ToolCalls []ToolCallParam `json:"tool_calls,omitempty"`
+	Role         string          `json:"role"`
+	Content      string          `json:"content"`
+	Refusal      *string         `json:"refusal"`
+	ToolCalls    []ToolCallParam `json:"tool_calls,omitempty"`
+	FunctionCall *FunctionCall   `json:"function_call,omitempty"`
 }
 
-// MarshalJSON writes content as null for a message of tool calls alone.
+// MarshalJSON writes content as null for a message of calls alone.
 func (m AssistantMessage) MarshalJSON() ([]byte, error) {
 	type plain AssistantMessage
-	if len(m.ToolCalls) == 0 || m.Content != "" {
+	if len(m.ToolCalls) == 0 && m.FunctionCall == nil || m.Content != "" {
 		return json.Marshal(plain(m))
 	}
 	return json.Marshal(struct {
-		Role      string          `json:"role"`
-		Content   *string         `json:"content"`
-		Refusal   *string         `json:"refusal"`
-		ToolCalls []ToolCallParam `json:"tool_calls"`
-	}{m.Role, nil, m.Refusal, m.ToolCalls})
+		Role         string          `json:"role"`
+		Content      *string         `json:"content"`
+		Refusal      *string         `json:"refusal"`
+		ToolCalls    []ToolCallParam `json:"tool_calls,omitempty"`
+		FunctionCall *FunctionCall   `json:"function_call,omitempty"`
+	}{m.Role, nil, m.Refusal, m.ToolCalls, m.FunctionCall})
 }
 
 // ToolCallDelta is a piece of a tool call in a chunk.
@@ -129,9 +132,17 @@ type ChatCompletion struct {
 
 // Delta is the incremental message of a chunk.
 type Delta struct {
-	Role      string          `json:"role,omitempty"`
-	Content   *string         `json:"content,omitempty"`
-	ToolCalls []ToolCallDelta `json:"tool_calls,omitempty"`
+	Role         string          `json:"role,omitempty"`
+	Content      *string         `json:"content,omitempty"`
+	ToolCalls    []ToolCallDelta `json:"tool_calls,omitempty"`
+	FunctionCall *FunctionDelta  `json:"function_call,omitempty"`
+}
+
+// FunctionDelta is a piece of a legacy function call in a chunk: the
+// first has the name.
+type FunctionDelta struct {
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments"`
 }
 
 // ChunkChoice is one choice of a chat completion chunk.
@@ -153,10 +164,11 @@ type ChatChunk struct {
 	Usage             *Usage        `json:"usage,omitempty"`
 }
 
-// TextLogprobs is the legacy completions logprobs object.
+// TextLogprobs is the legacy completions logprobs object. An echoed
+// prompt's first token has null for its logprob and top logprobs.
 type TextLogprobs struct {
 	Tokens        []string             `json:"tokens"`
-	TokenLogprobs []float32            `json:"token_logprobs"`
+	TokenLogprobs []*float32           `json:"token_logprobs"`
 	TopLogprobs   []map[string]float32 `json:"top_logprobs"`
 	TextOffset    []int                `json:"text_offset"`
 }

@@ -17,6 +17,9 @@ type ChatStream struct {
 	Created      int64
 	IncludeUsage bool
 	Logprobs     bool
+	// Legacy sends calls in the legacy shape (delta.function_call,
+	// finish_reason "function_call"), for a request that used functions.
+	Legacy bool
 }
 
 // NewChatStream starts a chat stream for model.
@@ -46,11 +49,20 @@ func (c *ChatStream) Chunks(ev inference.Event, index int) []ChatChunk {
 		}
 		out = append(out, c.chunk([]ChunkChoice{ch}))
 	}
-	if len(ev.ToolCalls) > 0 {
+	if len(ev.ToolCalls) > 0 && !c.Legacy {
 		out = append(out, c.chunk([]ChunkChoice{{Index: index, Delta: Delta{ToolCalls: toolCallDeltas(ev.ToolCalls)}}}))
+	}
+	for _, d := range ev.ToolCalls {
+		// A legacy answer is one call; the model is held to one.
+		if c.Legacy && d.Index == 0 {
+			out = append(out, c.chunk([]ChunkChoice{{Index: index, Delta: Delta{FunctionCall: &FunctionDelta{Name: d.Name, Arguments: d.Arguments}}}}))
+		}
 	}
 	if ev.Done {
 		fr := ev.FinishReason
+		if c.Legacy && fr == inference.FinishToolCalls {
+			fr = FinishFunctionCall
+		}
 		out = append(out, c.chunk([]ChunkChoice{{Index: index, Delta: Delta{}, FinishReason: &fr}}))
 	}
 	return out
@@ -229,15 +241,21 @@ func (t *TextStream) CitationsChunk(cits []citation.Citation, unsupported []cita
 }
 
 func textLogprobs(lps []inference.TokenLogprob, offset *int) *TextLogprobs {
-	out := &TextLogprobs{Tokens: []string{}, TokenLogprobs: []float32{}, TopLogprobs: []map[string]float32{}, TextOffset: []int{}}
+	out := &TextLogprobs{Tokens: []string{}, TokenLogprobs: []*float32{}, TopLogprobs: []map[string]float32{}, TextOffset: []int{}}
 	for _, l := range lps {
 		out.Tokens = append(out.Tokens, l.Token)
-		out.TokenLogprobs = append(out.TokenLogprobs, l.Logprob)
-		top := map[string]float32{}
-		for _, a := range l.Top {
-			top[a.Token] = a.Logprob
+		if l.NoLogprob {
+			out.TokenLogprobs = append(out.TokenLogprobs, nil)
+			out.TopLogprobs = append(out.TopLogprobs, nil)
+		} else {
+			lp := l.Logprob
+			out.TokenLogprobs = append(out.TokenLogprobs, &lp)
+			top := map[string]float32{}
+			for _, a := range l.Top {
+				top[a.Token] = a.Logprob
+			}
+			out.TopLogprobs = append(out.TopLogprobs, top)
 		}
-		out.TopLogprobs = append(out.TopLogprobs, top)
 		out.TextOffset = append(out.TextOffset, *offset)
 		*offset += len(l.Token)
 	}

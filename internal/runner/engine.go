@@ -36,6 +36,21 @@ type job struct {
 	score *scoreJob
 	// preserved are special tokens shown as text (req.PreservedTokens).
 	preserved map[llamacpp.Token]bool
+	// echo, when set, sends the prompt before the first token (echo.go).
+	echo *echoJob
+}
+
+// scoreFrom is the first prompt token whose log-probability the job reads
+// (0 for none): a likelihood job's continuation, or every token after the
+// first of an echoed prompt with logprobs.
+func (j *job) scoreFrom() int {
+	switch {
+	case j.score != nil:
+		return j.score.from
+	case j.echo != nil && j.req.Logprobs:
+		return 1
+	}
+	return 0
 }
 
 // freeSampler releases the job's sampler, if it has one.
@@ -282,6 +297,9 @@ func (e *Engine) Submit(ctx context.Context, req inference.CompletionRequest, pr
 		}
 	}
 	j := &job{ctx: ctx, prompt: prompt, req: req, sampler: smp, out: newEventQueue(), enqueued: time.Now()}
+	if req.Echo {
+		j.echo = e.newEcho(req, prompt)
+	}
 	for _, t := range req.PreservedTokens {
 		if j.preserved == nil {
 			j.preserved = map[llamacpp.Token]bool{}
@@ -390,8 +408,8 @@ func (e *Engine) admit(j *job) {
 	if n >= len(j.prompt) {
 		n = len(j.prompt) - 1 // the last prompt token must be decoded for its logits
 	}
-	if j.score != nil && j.score.from > 0 && n > j.score.from-1 {
-		n = j.score.from - 1 // a likelihood job needs logits from the token before prompt[from]
+	if from := j.scoreFrom(); from > 0 && n > from-1 {
+		n = from - 1 // a likelihood job needs logits from the token before prompt[from]
 	}
 	if e.isolate || j.req.Seed != nil {
 		// Reuse only whole prompt chunks: the KV of a position depends on
@@ -513,10 +531,7 @@ func (e *Engine) decode(slots []*slot) {
 		}
 		rest := len(s.job.prompt) - s.promptPos
 		k := min(rest, budget)
-		from := 0
-		if s.job.score != nil {
-			from = s.job.score.from
-		}
+		from := s.job.scoreFrom()
 		for i := 0; i < k; i++ {
 			p := s.promptPos + i
 			last := p == len(s.job.prompt)-1
@@ -557,6 +572,10 @@ func (e *Engine) decode(slots []*slot) {
 			continue
 		}
 		for _, sc := range s.scored {
+			if s.job.echo != nil {
+				e.echoLogprob(s.job, sc[0], sc[1])
+				continue
+			}
 			lp, _ := e.lctx.Logprobs(sc[0], s.job.prompt[sc[1]], 0)
 			s.job.score.sum += float64(lp)
 			s.job.score.n++
@@ -589,6 +608,15 @@ func (e *Engine) sample(s *slot) {
 	if j.score != nil {
 		e.scoreSlot(s)
 		return
+	}
+	if j.echo != nil {
+		// The prompt read, it goes out before the first token.
+		j.out.push(j.echo.event())
+		j.echo = nil
+		if j.req.PromptOnly {
+			e.finish(s, inference.Event{Done: true, FinishReason: inference.FinishLength})
+			return
+		}
 	}
 	tok, err := j.sampler.Sample(e.lctx, s.batchIdx)
 	if err != nil {

@@ -127,4 +127,3 @@ func FuzzJSONCall(f *testing.F) {
 		}
 	})
 }
-

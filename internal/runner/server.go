@@ -266,7 +266,18 @@ func (s *Server) promptTokens(req *inference.CompletionRequest) ([]llamacpp.Toke
 				return nil, nil, &inference.InvalidError{Param: "prompt", Message: fmt.Sprintf("token %d is outside the vocabulary (0..%d)", t, nv-1)}
 			}
 		}
+		if req.Suffix != "" {
+			toks, err := s.fimPrompt(req.Tokens, req.Suffix)
+			return toks, nil, err
+		}
 		return req.Tokens, nil, nil
+	case req.Suffix != "" && len(req.Messages) == 0:
+		prefix, err := s.model.Tokenize(req.Prompt, false, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		toks, err := s.fimPrompt(prefix, req.Suffix)
+		return toks, nil, err
 	case len(req.Messages) > 0:
 		f, err := s.formatChat(req)
 		if err != nil {
@@ -293,6 +304,32 @@ func (s *Server) promptTokens(req *inference.CompletionRequest) ([]llamacpp.Toke
 		toks, err := s.model.Tokenize(req.Prompt, true, true)
 		return toks, nil, err
 	}
+}
+
+// fimPrompt is the fill-in-the-middle prompt for the text between prefix
+// and suffix, as llama-server builds it (prefix, suffix, middle: PSM):
+// [BOS] fim_pre prefix fim_suf suffix fim_mid; the model then writes the
+// middle and ends it with an end-of-generation token. Suffix text is
+// tokenized as plain text (code may well contain "<|…|>"). A model
+// without FIM tokens cannot do it: that is the caller's error.
+func (s *Server) fimPrompt(prefix []llamacpp.Token, suffix string) ([]llamacpp.Token, error) {
+	pre, suf, mid, ok := s.model.FIM()
+	if !ok {
+		return nil, &inference.InvalidError{Param: "suffix", Message: "this model cannot fill in the middle: its vocabulary has no FIM tokens (fim_pre, fim_suf, fim_mid); send the prompt without 'suffix', or use a code model that has them (such as Qwen2.5-Coder)"}
+	}
+	sufToks, err := s.model.Tokenize(suffix, false, false)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]llamacpp.Token, 0, len(prefix)+len(sufToks)+4)
+	if s.model.AddBOS() {
+		out = append(out, s.model.BOS())
+	}
+	out = append(out, pre)
+	out = append(out, prefix...)
+	out = append(out, suf)
+	out = append(out, sufToks...)
+	return append(out, mid), nil
 }
 
 // transcriptStops end a turn in the plain transcript format.
