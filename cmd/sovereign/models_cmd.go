@@ -144,6 +144,9 @@ func modelsCommand(ctx context.Context, args []string, stdout, stderr io.Writer)
 			}
 			printNext(stdout, store, ms)
 			return nil
+		case len(refs) > 1 && strings.HasPrefix(refs[0], "pypi://") && strings.HasPrefix(refs[1], "pypi://"):
+			// pypi://x-part{1..6} unquoted: the shell made six references.
+			return fmt.Errorf("models pull: %d pypi:// references: the shell expanded a {FIRST..LAST} range; quote the reference, as in 'pypi://pkg-part{1..6}==1.0'", len(refs))
 		case len(refs) != 1:
 			return errors.New("models pull: want exactly one REF, known model names, or --defaults; see `sovereign models -h` and `sovereign models pull --list`")
 		}

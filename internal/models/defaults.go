@@ -63,7 +63,7 @@ var Known = []DefaultModel{
 		SHA256:  "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
 		Size:    1117320768,
 		Purpose: CapChat,
-		About:   "Qwen2.5-Coder 1.5B Instruct Q4_K_M (Apache-2.0): the larger sibling of the default, better answers, about a third of its speed",
+		About:   "Qwen2.5-Coder 1.5B Instruct Q4_K_M (Apache-2.0): the larger sibling of the default: better answers, about 0.6x its speed per core",
 	},
 	{
 		ID:      "gemma3-270m",
