@@ -7,6 +7,7 @@
 #                latency, ANN recall, quality); each prints tables
 #   make bench-gateway     the gateway benchmark alone
 #   make bench-retrieval   the retrieval benchmark alone
+#   make bench-answers     answers with sources against llama-server with the classic prompt
 #
 # MARCH picks the CPU the llama.cpp kernels are compiled for: "native" (this
 # machine, fastest) or a portable level such as x86-64-v3 for a binary that
@@ -30,7 +31,7 @@ CGO_ENV    = CGO_ENABLED=1 \
 CGO_NOISE  := 'warning:|note:|In function|inlined from|^ +\||~~~|^\s*[0-9]+ \|'
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build llama cgo-env run models test-models test test-go test-sdk test-console bench bench-gateway bench-retrieval bench-workflow fmt vet clean deps
+.PHONY: all build llama cgo-env run models test-models test test-go test-sdk test-console bench bench-gateway bench-retrieval bench-workflow bench-answers fmt vet clean deps
 
 all: build
 
@@ -117,6 +118,7 @@ bench: test-models
 	bash bench/gateway/run.sh || rc=1; \
 	SOVEREIGN_MODELS_DIR="$(MODELS_DIR)" bash bench/retrieval/run.sh || rc=1; \
 	bash bench/workflow/run.sh || rc=1; \
+	SOVEREIGN_MODELS_DIR="$(MODELS_DIR)" bash bench/answers/run.sh || rc=1; \
 	exit $$rc
 
 bench-gateway: build
@@ -127,6 +129,10 @@ bench-workflow: build
 
 bench-retrieval: test-models
 	@SOVEREIGN_MODELS_DIR="$(MODELS_DIR)" bash bench/retrieval/run.sh
+
+# The default chat model (alias default) and all-minilm-l6-v2.
+bench-answers: models
+	@SOVEREIGN_MODELS_DIR="$(MODELS_DIR)" bash bench/answers/run.sh
 
 fmt:
 	@gofmt -l -w $$(git ls-files '*.go')

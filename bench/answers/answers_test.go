@@ -55,7 +55,9 @@ func TestSplitSentences(t *testing.T) {
 			{"It was cast in 1872 .", [][]int{{2}}}, {"The bell is 2.4 metres wide.", nil}}},
 		{"Captain J. Smith sailed her [1, 3]. Then\n[2]\nDone!", []sentence{
 			{"Captain J. Smith sailed her .", [][]int{{1, 3}}}, {"Then", [][]int{{2}}}, {"Done!", nil}}},
-		{"[1] The sources say \"Ring true.\" [1]", []sentence{{"The sources say \"Ring true.\"", [][]int{{1}, {1}}}}},
+		{"[1] The sources say \"Ring true.\" [2]", []sentence{{"The sources say \"Ring true.\"", [][]int{{2}}}}},
+		{"[1][2]", nil},
+		{"One\n[1] Two.", []sentence{{"One", [][]int{{1}}}, {"Two.", nil}}},
 		{"I don't know.", []sentence{{"I don't know.", nil}}},
 		{"", nil},
 	}

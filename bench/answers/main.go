@@ -69,7 +69,7 @@ func main() {
 	flag.IntVar(&c.slots, "slots", 4, "parallel sequences of each server")
 	flag.IntVar(&c.ctx, "ctx", 4096, "context tokens per sequence, each server")
 	flag.IntVar(&c.limit, "limit", 0, "ask only this many questions, spread evenly over the set (0: all)")
-	flag.IntVar(&c.maxTokens, "max-tokens", 0, "max_tokens of every request (0: not sent, as docs/sources.md's request)")
+	flag.IntVar(&c.maxTokens, "max-tokens", 512, "max_tokens of every request, both pipelines: ends a loop early (it still counts as one); 0: not sent, as in docs/sources.md")
 	flag.DurationVar(&c.readyTimeout, "ready-timeout", 3*time.Minute, "how long a server may take to start")
 	flag.DurationVar(&c.answerTimeout, "answer-timeout", 10*time.Minute, "how long one answer may take")
 	flag.Parse()
@@ -149,6 +149,9 @@ type result struct {
 	MarkedSentences int  `json:"marked_sentences"`
 	Abstained       bool `json:"abstained"`
 	Loop            bool `json:"loop"`
+	// LeadingMarker: the answer starts with a marker ("[1] 1872"), which
+	// follows no sentence and so cites nothing; reported, not scored.
+	LeadingMarker bool `json:"leading_marker,omitempty"`
 }
 
 // bench holds a run's servers and the set's documents on Sovereign.
@@ -538,6 +541,8 @@ func score(r *result, nSources int, q question) {
 	r.Correct = q.answerable() && containsGold(r.Answer, q.Answers)
 	r.Abstained = abstains(r.Answer) && !r.Cited
 	r.Loop = loops(r.Answer, r.Finish)
+	loc := markerRe.FindStringIndex(strings.TrimSpace(r.Answer))
+	r.LeadingMarker = loc != nil && loc[0] == 0
 }
 
 func writeDetail(path string, lists ...[]result) error {
@@ -568,7 +573,7 @@ type figures struct {
 	answerable, unanswerable, one, two                     int
 	correct, cited, cites, right, sents, marked, abstained int
 	oneCorrect, twoCorrect, loops, errors, overAbstained   int
-	completionTokens                                       int
+	completionTokens, leading                              int
 	p50, p95                                               float64
 	n                                                      int
 }
@@ -585,6 +590,9 @@ func aggregate(rs []result) figures {
 		}
 		if r.Loop {
 			f.loops++
+		}
+		if r.LeadingMarker {
+			f.leading++
 		}
 		if r.Kind == kindUnanswerable {
 			f.unanswerable++
@@ -721,6 +729,11 @@ func report(c *config, qs []question, sov, base []result, elapsed time.Duration)
 		}
 	}
 	fmt.Fprintf(&b, "\nRetrieval, the same for both: every gold document among the top %d chunks for %d of %d answerable questions, at least one for %d.\n", topK, all, ans, some)
+	fmt.Fprintf(&b, "Answers that start with a marker (\"[1] 1872\": it follows no sentence, so it cites nothing): sovereign %d", fs.leading)
+	if baseline {
+		fmt.Fprintf(&b, ", baseline %d", fb.leading)
+	}
+	b.WriteString(".\n")
 
 	// Targets.
 	type target struct {

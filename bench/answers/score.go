@@ -31,8 +31,8 @@ var abbreviations = map[string]bool{"mr": true, "mrs": true, "ms": true, "dr": t
 // or … followed by white space or the end (closing quotes and brackets
 // stay with it), and at a line break. Markers written after the end
 // ("… in 1872. [2] Next") belong to the sentence they follow, as do markers
-// alone on a line or at the start of the text before any words; a marker
-// inside a sentence ("… in 1872 [2].") is that sentence's. A period after
+// alone on a line; a marker inside a sentence ("… in 1872 [2].") is that
+// sentence's, and markers before the first words cite nothing. A period after
 // a single capital (an initial), a known abbreviation or between digits
 // does not end a sentence. Segments without a letter or digit are not
 // sentences.
@@ -48,11 +48,6 @@ func splitSentences(answer string) []sentence {
 		text := strings.Join(strings.Fields(cur.String()), " ")
 		if hasWord(text) {
 			out = append(out, sentence{Text: text, Markers: curMarkers})
-		} else if len(curMarkers) > 0 && len(out) > 0 {
-			// A marker on its own line cites the sentence before it.
-			out[len(out)-1].Markers = append(out[len(out)-1].Markers, curMarkers...)
-		} else if len(curMarkers) > 0 {
-			out = append(out, sentence{Text: "", Markers: curMarkers})
 		}
 		cur.Reset()
 		curMarkers = nil
@@ -78,7 +73,15 @@ func splitSentences(answer string) []sentence {
 	i := 0
 	for i < len(r) {
 		if nums, end := markerAt(i); nums != nil {
-			curMarkers = append(curMarkers, nums)
+			switch {
+			case hasWord(cur.String()):
+				curMarkers = append(curMarkers, nums)
+			case len(out) > 0:
+				// Before this sentence's first word (at the start of a
+				// line): it follows the sentence before.
+				out[len(out)-1].Markers = append(out[len(out)-1].Markers, nums)
+			}
+			// Before the answer's first word, it follows nothing.
 			i = end
 			continue
 		}
@@ -126,14 +129,6 @@ func splitSentences(answer string) []sentence {
 		flush()
 	}
 	flush()
-	// Markers before the first words cite the first sentence.
-	if len(out) > 1 && out[0].Text == "" {
-		out[1].Markers = append(out[0].Markers, out[1].Markers...)
-		out = out[1:]
-	}
-	if len(out) == 1 && out[0].Text == "" {
-		return nil
-	}
 	return out
 }
 
