@@ -16,8 +16,8 @@ import (
 // TestOpenAIGoSDKToolCalls drives tool calls through OpenAI's official Go
 // SDK (openai-go/v3), unmodified, on the default model: tool_choice
 // required and a named function, a stream assembled by the SDK's
-// accumulator, and a round trip that sends the SDK's own message back with
-// the tool's result.
+// accumulator, a forced call cut short by max_tokens, and a round trip
+// that sends the SDK's own message back with the tool's result.
 func TestOpenAIGoSDKToolCalls(t *testing.T) {
 	e := newEnv(t, defaultStore(t), engine.Config{CtxPerSlot: 2048})
 	client := openai.NewClient(option.WithBaseURL(e.url+"/v1/"), option.WithAPIKey(e.key), option.WithMaxRetries(0))
@@ -72,6 +72,35 @@ func TestOpenAIGoSDKToolCalls(t *testing.T) {
 		t.Fatalf("streamed: %+v", acc.ChatCompletion)
 	}
 	check("streamed", acc.Choices[0].Message.ToolCalls[0])
+
+	// A forced call with max_tokens too small for it: the SDK gets the
+	// call with the arguments written so far (not whole JSON) and
+	// finish_reason "length", plain and through the accumulator; never
+	// the server's call format as content.
+	whole := squeeze(resp.Choices[0].Message.ToolCalls[0].Function.Arguments)
+	short := params(named)
+	short.MaxTokens = openai.Int(18)
+	cut, err := client.Chat.Completions.New(ctx, short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cut.Choices[0]; c.FinishReason != "length" || c.Message.Content != "" || len(c.Message.ToolCalls) != 1 ||
+		c.Message.ToolCalls[0].Function.Name != "get_weather" || json.Valid([]byte(c.Message.ToolCalls[0].Function.Arguments)) ||
+		!strings.HasPrefix(whole, squeeze(c.Message.ToolCalls[0].Function.Arguments)) {
+		t.Fatalf("cut short: %s", cut.RawJSON())
+	}
+	cutStream := client.Chat.Completions.NewStreaming(ctx, short)
+	var cutAcc openai.ChatCompletionAccumulator
+	for cutStream.Next() {
+		cutAcc.AddChunk(cutStream.Current())
+	}
+	if err := cutStream.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if c := cutAcc.Choices; len(c) != 1 || c[0].FinishReason != "length" || c[0].Message.Content != "" || len(c[0].Message.ToolCalls) != 1 ||
+		c[0].Message.ToolCalls[0].Function.Name != "get_weather" || c[0].Message.ToolCalls[0].Function.Arguments != cut.Choices[0].Message.ToolCalls[0].Function.Arguments {
+		t.Fatalf("cut short, streamed: %+v", cutAcc.ChatCompletion)
+	}
 
 	// The round trip: the SDK's message and the tool's result go back.
 	call := resp.Choices[0].Message.ToolCalls[0]
