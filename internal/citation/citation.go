@@ -341,6 +341,10 @@ func (w *Writer) drain(final bool) {
 			}
 			if strings.ContainsRune(ws, '\n') || rest == "" || w.sentenceEnded() {
 				w.closeSentence()
+				if rest == "" && w.opts.Cite {
+					p = rest // an attributed answer ends with its last marker
+					continue
+				}
 				w.emit(ws)
 			} else {
 				w.text(ws)
