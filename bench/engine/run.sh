@@ -9,7 +9,9 @@
 #
 # Environment (all optional):
 #   BENCH_THREADS        threads for every server (default: nproc)
-#   BENCH_MODEL          model id (default: gemma3-270m)
+#   BENCH_MODEL          model id (default: gemma3-270m; qwen2.5-coder-0.5b-instruct is the default chat model)
+#   BENCH_BAN_TOKENS     token ids banned so generations run to max_tokens (default: the model's end tokens,
+#                        known for gemma3-270m and qwen2.5-coder-0.5b-instruct)
 #   SOVEREIGN_MODELS_DIR Sovereign's model store (default: ./data/models)
 #   BENCH_GGUF           GGUF for the peers (default: <models dir>/<model>/model.gguf)
 #   SOVEREIGN_BIN        Sovereign binary (default: bin/sovereign)
@@ -43,6 +45,13 @@ OUT="${BENCH_OUT:-bench/out}"
 PEER_VERSION="${BENCH_PEER_VERSION:-0.3.36}"
 READY_TIMEOUT="${BENCH_READY_TIMEOUT:-180}"
 read -r -a EXTRA_ARGS <<<"${BENCH_ARGS:-}"
+if [[ -z "${BENCH_BAN_TOKENS+x}" ]]; then
+	case "$MODEL_ID" in
+	gemma3-270m) BENCH_BAN_TOKENS=1,106 ;;                                # <eos>, <end_of_turn>
+	qwen2.5-coder-0.5b-instruct) BENCH_BAN_TOKENS=151643,151645 ;;        # <|endoftext|>, <|im_end|>
+	*) echo "bench: set BENCH_BAN_TOKENS to $MODEL_ID's end-token ids (or empty)" >&2 && exit 1 ;;
+	esac
+fi
 VENV="bench/.venv"
 API_KEY="sk-sov-bench-$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 
@@ -182,7 +191,7 @@ measure() {
 	wait_ready "http://127.0.0.1:$PORT" "$logfile" "$key"
 	log "$label is ready; measuring"
 	"$GEN" -base-url "http://127.0.0.1:$PORT" -model "$MODEL_ID" -api-key "$key" \
-		-label "$label" -threads "$THREADS" -json-out "$json" "${EXTRA_ARGS[@]}"
+		-label "$label" -threads "$THREADS" -json-out "$json" -ban-tokens "$BENCH_BAN_TOKENS" "${EXTRA_ARGS[@]}"
 	stop_server
 }
 
