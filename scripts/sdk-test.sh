@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the official OpenAI SDKs, unmodified, against a live Sovereign server:
 # the `openai` Python package (pytest) and the `openai` npm package (node --test);
-# Cohere's `cohere` Python package against POST /v1/rerank (pytest); then
+# Cohere's `cohere` Python package against POST /v1/rerank (pytest); LangChain's
+# `langchain-openai` and `instructor` on tool calls (pytest); then
 # Sovereign's own client libraries, sdk/python and sdk/typescript (each
 # through its test.sh: install, type-check, tests, README examples).
 #
@@ -16,6 +17,8 @@
 #
 # Installs (once; skipped while the pins are unchanged):
 #   tests/sdk/python/.venv         from tests/sdk/python/requirements.txt
+#   tests/sdk/python/.venv-instructor  from tests/sdk/python/requirements-instructor.txt
+#                                  (instructor holds openai below the version .venv runs)
 #   tests/sdk/node/node_modules    from tests/sdk/node/package-lock.json (npm ci)
 #
 # The server gets a free loopback port, a fresh temporary data dir and a freshly
@@ -54,7 +57,7 @@ sha() { sha256sum "$1" | cut -d' ' -f1; }
 py_stamp="$VENV/.sovereign-requirements.sha256"
 py_want="$(sha "$PY_DIR/requirements.txt")"
 if [ -x "$VENV/bin/python" ] && [ "$(cat "$py_stamp" 2>/dev/null)" = "$py_want" ] \
-  && "$VENV/bin/python" -c 'import openai, cohere, pytest' 2>/dev/null; then
+  && "$VENV/bin/python" -c 'import openai, cohere, langchain_openai, pytest' 2>/dev/null; then
   log "python: $VENV up to date"
 else
   log "python: installing $PY_DIR/requirements.txt into $VENV"
@@ -65,6 +68,23 @@ else
   printf '%s\n' "$py_want" >"$py_stamp"
 fi
 log "python: $("$VENV/bin/python" --version), openai $("$VENV/bin/python" -c 'import openai; print(openai.__version__)'), cohere $("$VENV/bin/python" -c 'import cohere; print(cohere.__version__)'), pytest $("$VENV/bin/python" -c 'import pytest; print(pytest.__version__)')"
+
+# instructor pins an older openai (and jiter) than the suite above runs, so it
+# gets a venv of its own.
+INS_VENV="$PY_DIR/.venv-instructor"
+ins_stamp="$INS_VENV/.sovereign-requirements.sha256"
+ins_want="$(sha "$PY_DIR/requirements-instructor.txt")"
+if [ -x "$INS_VENV/bin/python" ] && [ "$(cat "$ins_stamp" 2>/dev/null)" = "$ins_want" ] \
+  && "$INS_VENV/bin/python" -c 'import instructor, openai, pytest' 2>/dev/null; then
+  log "python: $INS_VENV up to date"
+else
+  log "python: installing $PY_DIR/requirements-instructor.txt into $INS_VENV"
+  rm -rf "$INS_VENV"
+  python3 -m venv "$INS_VENV"
+  printf '*\n' >"$INS_VENV/.gitignore"
+  "$INS_VENV/bin/python" -m pip install --quiet --no-input -r "$PY_DIR/requirements-instructor.txt"
+  printf '%s\n' "$ins_want" >"$ins_stamp"
+fi
 
 # ---------------------------------------------------------------- Node SDK
 node_stamp="$NODE_DIR/node_modules/.sovereign-lock.sha256"
@@ -92,7 +112,12 @@ unset OPENAI_API_KEY OPENAI_BASE_URL OPENAI_ORG_ID OPENAI_PROJECT_ID OPENAI_ADMI
 py_rc=0
 log "running the Python SDK suite (pytest)"
 (cd "$PY_DIR" && PYTHONDONTWRITEBYTECODE=1 timeout "$SUITE_TIMEOUT" "$VENV/bin/python" -m pytest \
-  -v -p no:cacheprovider -rfE test_openai_sdk.py test_cohere_rerank.py test_openai_batch.py) 2>&1 | tee "$TS_WORK/openai-pytest.out" || py_rc=$?
+  -v -p no:cacheprovider -rfE test_openai_sdk.py test_cohere_rerank.py test_openai_batch.py test_langchain.py) 2>&1 | tee "$TS_WORK/openai-pytest.out" || py_rc=$?
+
+ins_rc=0
+log "running the instructor suite (pytest, its own venv)"
+(cd "$PY_DIR" && PYTHONDONTWRITEBYTECODE=1 timeout "$SUITE_TIMEOUT" "$INS_VENV/bin/python" -m pytest \
+  -v -p no:cacheprovider -rfE test_instructor.py) 2>&1 | tee "$TS_WORK/instructor-pytest.out" || ins_rc=$?
 
 node_rc=0
 log "running the Node SDK suite (node --test)"
@@ -108,11 +133,11 @@ sovts_rc=0
 log "running Sovereign's TypeScript SDK checks (sdk/typescript/test.sh)"
 timeout "$SUITE_TIMEOUT" bash "$REPO/sdk/typescript/test.sh" 2>&1 | tee "$TS_WORK/sdk-typescript.out" || sovts_rc=$?
 
-if [ "$py_rc" -ne 0 ] || [ "$node_rc" -ne 0 ] || [ "$sovpy_rc" -ne 0 ] || [ "$sovts_rc" -ne 0 ]; then
-  log "FAILED (openai pytest exit $py_rc, openai node --test exit $node_rc, sdk/python exit $sovpy_rc, sdk/typescript exit $sovts_rc); last lines of the server log:"
+if [ "$py_rc" -ne 0 ] || [ "$ins_rc" -ne 0 ] || [ "$node_rc" -ne 0 ] || [ "$sovpy_rc" -ne 0 ] || [ "$sovts_rc" -ne 0 ]; then
+  log "FAILED (openai pytest exit $py_rc, instructor pytest exit $ins_rc, openai node --test exit $node_rc, sdk/python exit $sovpy_rc, sdk/typescript exit $sovts_rc); last lines of the server log:"
   ts_show
   # The failures last, where a reader of the end of the output looks first.
-  for suite in openai-pytest:$py_rc openai-node:$node_rc sdk-python:$sovpy_rc sdk-typescript:$sovts_rc; do
+  for suite in openai-pytest:$py_rc instructor-pytest:$ins_rc openai-node:$node_rc sdk-python:$sovpy_rc sdk-typescript:$sovts_rc; do
     [ "${suite#*:}" -eq 0 ] && continue
     log "the end of what ${suite%%:*} printed (exit ${suite#*:}):"
     tail -n 80 "$TS_WORK/${suite%%:*}.out" >&2

@@ -422,6 +422,34 @@ describe('tools', () => {
     assert.equal(call.function.name, 'get_weather');
     assert.ok(['Paris', 'Rome'].includes(JSON.parse(call.function.arguments).city));
   });
+
+  test('a forced call cut short by max_tokens keeps its arguments so far and finish_reason length', async () => {
+    const params = {
+      model: CHAT_MODEL,
+      messages: [{ role: 'user', content: 'What is the weather in Paris?' }],
+      tools: [weather],
+      tool_choice: { type: 'function', function: { name: 'get_weather' } },
+      temperature: 0,
+    };
+    const squeeze = (s) => s.replace(/\s+/g, '');
+    const whole = (await client.chat.completions.create({ ...params, max_tokens: 64 })).choices[0].message.tool_calls[0];
+    const cut = await client.chat.completions.create({ ...params, max_tokens: 18 });
+    const choice = cut.choices[0];
+    assert.equal(choice.finish_reason, 'length');
+    assert.equal(choice.message.content, null, 'no content: never the server\'s call format as text');
+    assert.equal(choice.message.tool_calls.length, 1);
+    const call = choice.message.tool_calls[0];
+    assert.equal(call.function.name, 'get_weather');
+    assert.ok(call.id.startsWith('call_'));
+    assert.throws(() => JSON.parse(call.function.arguments), SyntaxError);
+    assert.ok(squeeze(whole.function.arguments).startsWith(squeeze(call.function.arguments)));
+
+    const stream = client.chat.completions.stream({ ...params, max_tokens: 18 });
+    const final = await stream.finalChatCompletion();
+    assert.equal(final.choices[0].finish_reason, 'length');
+    assert.ok(!final.choices[0].message.content);
+    assert.deepEqual(final.choices[0].message.tool_calls.map((c) => [c.function.name, c.function.arguments]), [['get_weather', call.function.arguments]]);
+  });
 });
 
 describe('responses', () => {

@@ -657,6 +657,95 @@ def test_tool_round_trip(client: OpenAI) -> None:
     assert not second.choices[0].message.tool_calls
 
 
+def _squeeze(s: str) -> str:
+    return "".join(s.split())
+
+
+def test_tool_call_cut_short_by_max_tokens(client: OpenAI) -> None:
+    # A forced call that max_tokens cuts short comes back as the call with
+    # the arguments written so far (not whole JSON) and finish_reason
+    # "length", as OpenAI answers; never the server's call format as content.
+    params = dict(
+        model=CHAT_MODEL,
+        messages=[{"role": "user", "content": "What is the weather in Rome?"}],
+        tools=[WEATHER_TOOL, TIME_TOOL],
+        tool_choice={"type": "function", "function": {"name": "get_weather"}},
+        temperature=0,
+    )
+    whole = client.chat.completions.create(max_tokens=64, **params).choices[0].message.tool_calls[0]
+    cut = client.chat.completions.create(max_tokens=18, **params)
+    c = cut.choices[0]
+    assert c.finish_reason == "length", cut.model_dump_json()
+    assert c.message.content is None
+    assert len(c.message.tool_calls) == 1
+    call = c.message.tool_calls[0]
+    assert call.type == "function" and call.id.startswith("call_") and call.function.name == "get_weather"
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(call.function.arguments)
+    assert _squeeze(whole.function.arguments).startswith(_squeeze(call.function.arguments))
+
+    calls: dict[int, dict] = {}
+    finish = None
+    content = ""
+    for chunk in client.chat.completions.create(max_tokens=18, stream=True, **params):
+        if not chunk.choices:
+            continue
+        ch = chunk.choices[0]
+        content += ch.delta.content or ""
+        for d in ch.delta.tool_calls or []:
+            if d.index not in calls:
+                calls[d.index] = {"name": d.function.name, "arguments": ""}
+            calls[d.index]["arguments"] += d.function.arguments or ""
+        finish = ch.finish_reason or finish
+    assert finish == "length" and content == ""
+    assert calls == {0: {"name": "get_weather", "arguments": call.function.arguments}}
+
+
+def test_legacy_functions(client: OpenAI) -> None:
+    # The legacy functions/function_call: served as tools, answered in the
+    # legacy shape.
+    params = dict(
+        model=CHAT_MODEL,
+        messages=[{"role": "user", "content": "What is the weather in Rome?"}],
+        functions=[WEATHER_TOOL["function"]],
+        function_call={"name": "get_weather"},
+        temperature=0,
+    )
+    r = client.chat.completions.create(max_tokens=64, **params)
+    m = r.choices[0]
+    assert m.finish_reason == "function_call" and m.message.content is None and not m.message.tool_calls
+    assert m.message.function_call.name == "get_weather"
+    assert json.loads(m.message.function_call.arguments)["city"] in ("Paris", "Rome", "Oslo")
+    cut = client.chat.completions.create(max_tokens=18, **params).choices[0]
+    assert cut.finish_reason == "length" and cut.message.function_call.name == "get_weather"
+
+
+def test_logprobs_one_entry_per_completion_token(client: OpenAI) -> None:
+    for extra in ({}, {"stop": [" of"]}, {"tools": [WEATHER_TOOL], "tool_choice": "required"}):
+        r = _ask(client, "What is the capital of France?", logprobs=True, top_logprobs=1, **extra)
+        assert len(r.choices[0].logprobs.content) == r.usage.completion_tokens, extra
+        entries, usage = 0, None
+        for chunk in _ask(client, "What is the capital of France?", logprobs=True, stream=True,
+                          stream_options={"include_usage": True}, **extra):
+            usage = chunk.usage or usage
+            for ch in chunk.choices:
+                entries += len(ch.logprobs.content or []) if ch.logprobs else 0
+        assert entries == usage.completion_tokens, extra
+
+
+def test_completions_echo_and_suffix(client: OpenAI) -> None:
+    prompt = "The capital of France is"
+    r = client.completions.create(model=CHAT_MODEL, prompt=prompt, echo=True, logprobs=1, max_tokens=0)
+    c = r.choices[0]
+    assert c.text == prompt and r.usage.completion_tokens == 0
+    assert c.logprobs.token_logprobs[0] is None and all(x is not None for x in c.logprobs.token_logprobs[1:])
+    assert "".join(c.logprobs.tokens) == prompt
+    # The default chat model has no fill-in-the-middle tokens: a 400.
+    with pytest.raises(openai.BadRequestError) as e:
+        client.completions.create(model=CHAT_MODEL, prompt="def f():\n    return ", suffix="\n", max_tokens=4)
+    assert e.value.body["param"] == "suffix"
+
+
 def test_tool_choice_without_tools_is_bad_request(client: OpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as e:
         client.chat.completions.create(
@@ -751,6 +840,30 @@ def test_responses_function_call_round_trip(client: OpenAI) -> None:
     client.responses.delete(answer.id)
     with pytest.raises(openai.NotFoundError):
         client.responses.retrieve(answer.id)
+
+
+def test_responses_function_call_cut_short(client: OpenAI) -> None:
+    params = dict(
+        _RESPONSE_BASE,
+        input="What is the weather in Rome?",
+        tools=[_WEATHER_TOOL],
+        tool_choice={"type": "function", "name": "get_weather"},
+        store=False,
+    )
+    params["max_output_tokens"] = 18
+    resp = client.responses.create(**params)
+    assert resp.status == "incomplete" and resp.incomplete_details.reason == "max_output_tokens"
+    assert [o.type for o in resp.output] == ["function_call"], resp.model_dump_json()
+    call = resp.output[0]
+    assert call.name == "get_weather" and call.status == "incomplete"
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(call.arguments)
+    final = None
+    with client.responses.stream(**params) as stream:
+        for event in stream:
+            if event.type == "response.incomplete":
+                final = event.response
+    assert final is not None and final.output[0].status == "incomplete" and final.output[0].arguments == call.arguments
 
 
 def test_responses_parse_with_pydantic(client: OpenAI) -> None:
