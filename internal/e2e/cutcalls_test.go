@@ -137,3 +137,18 @@ func streamedContentIsEmpty(t *testing.T, e *env, model string, extra map[string
 		}
 	}
 }
+
+// TestNamedFunctionIsOneCall: a named tool_choice with parallel calls
+// allowed (the default, which instructor and LangChain's structured output
+// keep) makes one call of it, in both formats.
+func TestNamedFunctionIsOneCall(t *testing.T) {
+	e := newEnv(t, qwenishStore(t), engine.Config{CtxPerSlot: 4096})
+	for _, model := range []string{"tiny", "qwenish"} {
+		code, a, raw := toolChat(t, e, model, map[string]any{"parallel_tool_calls": true,
+			"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "get_time"}}})
+		if code != 200 {
+			t.Fatalf("%s: %d %s", model, code, raw)
+		}
+		checkCall(t, model, a, raw, "get_time")
+	}
+}

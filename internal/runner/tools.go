@@ -75,8 +75,13 @@ func (s *Server) formatChat(req *inference.CompletionRequest) (formatted, error)
 	if choice == "" {
 		choice = inference.ToolChoiceAuto
 	}
+	// A named function is one call of it (as OpenAI answers one): with
+	// parallel calls allowed, a small model repeats the call until
+	// max_tokens, and clients that name a function (instructor, LangChain's
+	// structured output) read exactly one.
+	parallel := req.ParallelToolCalls && req.ToolName == ""
 	if s.chat != nil && len(req.Tools) > 0 {
-		p, err := s.apply(req.Messages, tools, choice, req.ParallelToolCalls)
+		p, err := s.apply(req.Messages, tools, choice, parallel)
 		if err != nil {
 			return formatted{}, err
 		}
@@ -129,7 +134,7 @@ func (s *Server) formatChat(req *inference.CompletionRequest) (formatted, error)
 		f = formatted{text: transcript(msgs), stops: transcriptStops, trimLeft: true}
 	}
 	if calling {
-		g, err := envelopeGrammar(tools, req.ParallelToolCalls)
+		g, err := envelopeGrammar(tools, parallel)
 		if err != nil {
 			return formatted{}, err
 		}
