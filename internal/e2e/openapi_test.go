@@ -569,6 +569,38 @@ func TestOpenAPIInferenceResponsesMatch(t *testing.T) {
 		}
 	})
 
+	t.Run("chat tool call cut short, legacy functions, logprobs", func(t *testing.T) {
+		c.t = t
+		fn := map[string]any{"name": "pick", "parameters": map[string]any{
+			"type": "object", "properties": map[string]any{"n": map[string]any{"enum": []int{1, 2}}}, "required": []string{"n"}, "additionalProperties": false}}
+		for _, body := range []map[string]any{
+			{"model": "tiny", "messages": msgs, "max_tokens": 6, "tools": []any{map[string]any{"type": "function", "function": fn}},
+				"tool_choice": map[string]any{"type": "function", "function": map[string]any{"name": "pick"}}, "logprobs": true, "top_logprobs": 1},
+			{"model": "tiny", "messages": msgs, "max_tokens": 400, "functions": []any{fn}, "function_call": map[string]any{"name": "pick"}},
+			{"model": "tiny", "messages": msgs, "max_tokens": 6, "functions": []any{fn}, "function_call": map[string]any{"name": "pick"}},
+		} {
+			x := c.call("POST", "/v1/chat/completions", body)
+			expectStatus(t, x, 200)
+			body["stream"] = true
+			x = c.call("POST", "/v1/chat/completions", body)
+			expectStatus(t, x, 200)
+			if _, err := c.sseChunks(x.body, "ChatCompletionChunk"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+
+	t.Run("completions echo", func(t *testing.T) {
+		c.t = t
+		expectStatus(t, c.call("POST", "/v1/completions", map[string]any{"model": "tiny", "prompt": "Once upon a time", "max_tokens": 0, "echo": true, "logprobs": 2}), 200)
+		x := c.call("POST", "/v1/completions", map[string]any{"model": "tiny", "prompt": "Once upon a time", "max_tokens": 3, "echo": true, "logprobs": 1, "stream": true})
+		expectStatus(t, x, 200)
+		if _, err := c.sseChunks(x.body, "TextCompletion"); err != nil {
+			t.Fatal(err)
+		}
+		expectError(t, c.call("POST", "/v1/completions", map[string]any{"model": "tiny", "prompt": "x", "suffix": "y"}), 400, "invalid_request_error")
+	})
+
 	t.Run("rerank cohere v2", func(t *testing.T) {
 		c.t = t
 		x := c.call("POST", "/v2/rerank", map[string]any{"model": "tiny", "query": "q", "documents": []string{"a", "b", "c"}, "top_n": 2, "max_tokens_per_doc": 512})

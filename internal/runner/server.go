@@ -307,7 +307,8 @@ func (s *Server) promptTokens(req *inference.CompletionRequest) ([]llamacpp.Toke
 }
 
 // fimPrompt is the fill-in-the-middle prompt for the text between prefix
-// and suffix, as llama-server builds it (prefix, suffix, middle: PSM):
+// and suffix in the single-file prefix-suffix-middle form (llama-server's
+// /infill without the repository header it adds for extra files):
 // [BOS] fim_pre prefix fim_suf suffix fim_mid; the model then writes the
 // middle and ends it with an end-of-generation token. Suffix text is
 // tokenized as plain text (code may well contain "<|…|>"). A model
