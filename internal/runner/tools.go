@@ -468,8 +468,9 @@ func (t *toolReader) readNative(done bool) inference.Event {
 	cut := done && t.finish == inference.FinishLength
 	msg, err := t.native.Parse(t.raw.String(), !done || cut)
 	if err != nil {
-		if done {
-			// Unparseable at the end: what was not sent goes out as text.
+		if done && !(cut && t.forced) {
+			// Unparseable at the end: what was not sent goes out as text
+			// (but not a forced call's: the grammar made it all markup).
 			out.Text = strings.TrimPrefix(t.raw.String(), t.content)
 		}
 		return out
