@@ -25,8 +25,15 @@ export interface ErrorObject {
 /** Machine-readable code, and its HTTP status and type: */
 export type ErrorCode = 'invalid_request_error' | 'invalid_json' | 'missing_api_key' | 'invalid_api_key' | 'permission_denied' | 'model_not_allowed' | 'not_found' | 'model_not_found' | 'unsupported_api_version' | 'method_not_allowed' | 'conflict' | 'request_too_large' | 'rate_limit_exceeded' | 'quota_exceeded' | 'internal_error' | 'model_crashed' | 'model_overloaded' | 'model_loading' | 'model_failed' | 'request_cancelled' | 'model_retired' | 'upstream_error' | 'upstream_unavailable' | 'upstream_timeout' | 'policy_violation' | 'limits_unavailable' | 'idempotency_key_in_use' | 'idempotency_key_reused';
 
-/** `stop`: end of turn or a stop sequence; `length`: `max_tokens` or the context was reached; `tool_calls`: the answer is tool calls. */
-export type FinishReason = 'stop' | 'length' | 'tool_calls';
+/** A legacy function call. */
+export interface FunctionCall {
+  name: string;
+  /** The arguments as JSON text (in an answer cut short by `max_tokens`, as far as they were written). */
+  arguments: string;
+}
+
+/** `stop`: end of turn or a stop sequence; `length`: `max_tokens` or the context was reached (tool calls cut short keep their arguments so far); `tool_calls`: the answer is tool calls; `function_call`: the same for a request with the legacy `functions`. */
+export type FinishReason = 'stop' | 'length' | 'tool_calls' | 'function_call';
 
 /** (Sovereign) What an answer draws on: chunks that retrieval finds for */
 export interface SourcesParam {
