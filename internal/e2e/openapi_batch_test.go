@@ -160,10 +160,17 @@ func TestOpenAPIBatchMatch(t *testing.T) {
 		t.Fatalf("result files: %v", l)
 	}
 	// The lines are in the request log as the batch's user (q2 as its own).
-	x = c.call("GET", "/v1/logs?user=batch:"+batchID, nil)
-	expectStatus(t, x, 200)
-	if logs := x.json(t)["data"].([]any); len(logs) != 2 {
-		t.Fatalf("records of the batch's user: %v", logs)
+	// Records are stored in batches off the request path: wait for both.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		x = c.call("GET", "/v1/logs?user=batch:"+batchID, nil)
+		expectStatus(t, x, 200)
+		logs := x.json(t)["data"].([]any)
+		if len(logs) == 2 {
+			break
+		}
+		if len(logs) > 2 || time.Now().After(deadline) {
+			t.Fatalf("records of the batch's user: %v", logs)
+		}
 	}
 	x = c.call("GET", "/v1/batches?limit=1", nil)
 	expectStatus(t, x, 200)
