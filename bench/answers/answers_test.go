@@ -140,3 +140,18 @@ func TestScoreBaselineAndSovereignAlike(t *testing.T) {
 		t.Errorf("a cited answer is not an abstention: %+v", r)
 	}
 }
+
+func TestSplitLenient(t *testing.T) {
+	got := splitLenient("[1] 1872. It weighs 2,340 kg [2].")
+	want := []sentence{{"1872.", [][]int{{1}}}, {"It weighs 2,340 kg .", [][]int{{2}}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("splitLenient = %#v", got)
+	}
+	if got := splitSentences("[1] 1872."); !reflect.DeepEqual(got, []sentence{{"1872.", nil}}) {
+		t.Errorf("splitSentences = %#v", got)
+	}
+	cits, invalid := markerCitations(splitLenient("[1] 1872 [7]."), []string{"d01", "d02"})
+	if len(cits) != 1 || cits[0].Docs[0] != "d01" || invalid != 1 {
+		t.Errorf("markerCitations = %+v, %d", cits, invalid)
+	}
+}

@@ -72,7 +72,20 @@ func main() {
 	flag.IntVar(&c.maxTokens, "max-tokens", 512, "max_tokens of every request, both pipelines: ends a loop early (it still counts as one); 0: not sent, as in docs/sources.md")
 	flag.DurationVar(&c.readyTimeout, "ready-timeout", 3*time.Minute, "how long a server may take to start")
 	flag.DurationVar(&c.answerTimeout, "answer-timeout", 10*time.Minute, "how long one answer may take")
+	rescoreFile := flag.String("rescore", "", "score the answers of an earlier run's answers-detail.jsonl again (no servers), e.g. after a scoring change")
 	flag.Parse()
+	if *rescoreFile != "" {
+		md, pass, err := rescore(c, *rescoreFile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "answers:", err)
+			os.Exit(2)
+		}
+		fmt.Print(md)
+		if !pass {
+			os.Exit(1)
+		}
+		return
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -267,7 +280,7 @@ func run(ctx context.Context, c *config) (bool, error) {
 	if err := writeDetail(filepath.Join(c.out, "answers-detail.jsonl"), sovRes, baseRes); err != nil {
 		return false, err
 	}
-	md, pass := report(c, qs, sovRes, baseRes, elapsed)
+	md, pass := report(c, len(qs), sovRes, baseRes, elapsed)
 	fmt.Print(md)
 	if err := os.WriteFile(filepath.Join(c.out, "answers.md"), []byte(md), 0o644); err != nil {
 		return false, err
@@ -486,35 +499,45 @@ func (b *bench) askBaseline(ctx context.Context, q question, hits []hit, searchD
 	r.Answer = resp.Choices[0].Message.Content
 	r.Finish = resp.Choices[0].FinishReason
 	r.PromptTokens, r.CompletionTokens = resp.Usage.PromptTokens, resp.Usage.CompletionTokens
-	// A marker cites the sentence it follows; a number that names no
-	// source is dropped, as Sovereign drops it.
-	for _, s := range splitSentences(r.Answer) {
+	r.Citations, r.InvalidMarkers = markerCitations(splitSentences(r.Answer), r.Retrieved)
+	score(&r, len(hits), q)
+	return r
+}
+
+// markerCitations reads an answer's markers as citations: a marker cites
+// the sentence it follows, and source n is the document of the n-th chunk
+// retrieved; a number that names no source is dropped (as Sovereign drops
+// it) and counted.
+func markerCitations(sents []sentence, retrieved []string) (cits []citation, invalid int) {
+	for _, s := range sents {
 		for _, m := range s.Markers {
 			cc := citation{Text: s.Text}
 			for _, n := range m {
-				if n < 1 || n > len(hits) {
-					r.InvalidMarkers++
+				if n < 1 || n > len(retrieved) {
+					invalid++
 					continue
 				}
 				if slices.Contains(cc.Numbers, n) {
 					continue
 				}
 				cc.Numbers = append(cc.Numbers, n)
-				cc.Docs = append(cc.Docs, b.docOf[hits[n-1].DocumentID])
+				cc.Docs = append(cc.Docs, retrieved[n-1])
 			}
 			if len(cc.Numbers) > 0 {
-				r.Citations = append(r.Citations, cc)
+				cits = append(cits, cc)
 			}
 		}
 	}
-	score(&r, len(hits), q)
-	return r
+	return cits, invalid
 }
 
 // score applies the rules of score.go to one answer; nSources is how many
 // sources it was given (a marker's number must name one).
-func score(r *result, nSources int, q question) {
-	r.Sentences = splitSentences(r.Answer)
+func score(r *result, nSources int, q question) { scoreWith(r, nSources, q, splitSentences) }
+
+func scoreWith(r *result, nSources int, q question, split func(string) []sentence) {
+	r.Sentences = split(r.Answer)
+	r.SentenceCount, r.MarkedSentences, r.CitedSources, r.RightSources = 0, 0, 0, 0
 	for _, s := range r.Sentences {
 		r.SentenceCount++
 		marked := false
@@ -669,7 +692,7 @@ func times(a, b float64) string {
 }
 
 // report renders the tables and checks the targets.
-func report(c *config, qs []question, sov, base []result, elapsed time.Duration) (string, bool) {
+func report(c *config, nq int, sov, base []result, elapsed time.Duration) (string, bool) {
 	var b strings.Builder
 	fs := aggregate(sov)
 	var fb figures
@@ -682,11 +705,15 @@ func report(c *config, qs []question, sov, base []result, elapsed time.Duration)
 		fmt.Fprintf(&b, ", %s", c.label)
 	}
 	fmt.Fprintf(&b, "\n\nModel `%s`", c.model)
-	if baseline {
+	if baseline && c.gguf != "" {
 		fmt.Fprintf(&b, " (baseline: llama-server on `%s`)", c.gguf)
 	}
-	fmt.Fprintf(&b, "; %d questions (%d one-doc, %d two-doc, %d unanswerable); top_k %d; %d threads, %d slots, %d tokens of context per slot; %s for the questions.\n\n",
-		len(qs), fs.one, fs.two, fs.unanswerable, topK, c.threads, c.slots, c.ctx, elapsed.Round(time.Second))
+	fmt.Fprintf(&b, "; %d questions (%d one-doc, %d two-doc, %d unanswerable); top_k %d; max_tokens %d",
+		nq, fs.one, fs.two, fs.unanswerable, topK, c.maxTokens)
+	if elapsed > 0 {
+		fmt.Fprintf(&b, "; %d threads, %d slots, %d tokens of context per slot; %s for the questions", c.threads, c.slots, c.ctx, elapsed.Round(time.Second))
+	}
+	b.WriteString(".\n\n")
 
 	b.WriteString("| pipeline | correct | cited | citation precision | citation recall | abstention | loops | p50 s | p95 s | one-doc correct | two-doc correct | abstained on answerable | output tokens/answer | errors |\n")
 	b.WriteString("| --- | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: | --: |\n")
@@ -734,6 +761,20 @@ func report(c *config, qs []question, sov, base []result, elapsed time.Duration)
 		fmt.Fprintf(&b, ", baseline %d", fb.leading)
 	}
 	b.WriteString(".\n")
+
+	// The same answers read leniently, for the reader to judge how much
+	// of a gap is where the markers stand.
+	b.WriteString("\nRead leniently (not the score): a marker before the answer's first word cites its first sentence.\n\n")
+	b.WriteString("| pipeline | cited | citation precision | citation recall | abstention |\n| --- | --: | --: | --: | --: |\n")
+	lrow := func(name string, rs []result) {
+		f := aggregate(lenient(rs))
+		_, ci, pr, re, ab := f.rates()
+		fmt.Fprintf(&b, "| %s | %s | %s (%d/%d) | %s (%d/%d) | %s |\n", name, num(ci), num(pr), f.right, f.cites, num(re), f.marked, f.sents, num(ab))
+	}
+	lrow("sovereign", sov)
+	if baseline {
+		lrow("baseline", base)
+	}
 
 	// Targets.
 	type target struct {
@@ -788,4 +829,61 @@ func sovereignVersion(bin string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// questionOf rebuilds a result's question from what the result keeps.
+func questionOf(r result) question {
+	return question{ID: r.QID, Kind: r.Kind, Question: r.Question, GoldDocs: r.GoldDocs, Answers: r.GoldAnswers}
+}
+
+// lenient scores copies of the results with splitLenient: the baseline's
+// citations are read again from its text that way; Sovereign's are its
+// response's.
+func lenient(rs []result) []result {
+	out := make([]result, 0, len(rs))
+	for _, r := range rs {
+		if r.Pipeline == "baseline" && r.Error == "" {
+			r.Citations, r.InvalidMarkers = markerCitations(splitLenient(r.Answer), r.Retrieved)
+		}
+		scoreWith(&r, len(r.Retrieved), questionOf(r), splitLenient)
+		out = append(out, r)
+	}
+	return out
+}
+
+// rescore reads an answers-detail.jsonl and scores its answers again with
+// today's rules (the baseline's citations are read again from its text;
+// Sovereign's are those its response gave).
+func rescore(c *config, path string) (string, bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", false, err
+	}
+	defer f.Close()
+	var sov, base []result
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var r result
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			return "", false, fmt.Errorf("%s: %w", path, err)
+		}
+		if r.Pipeline == "baseline" && r.Error == "" {
+			r.Citations, r.InvalidMarkers = markerCitations(splitSentences(r.Answer), r.Retrieved)
+		}
+		score(&r, len(r.Retrieved), questionOf(r))
+		if r.Pipeline == "baseline" {
+			base = append(base, r)
+		} else {
+			sov = append(sov, r)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", false, err
+	}
+	if c.label == "" {
+		c.label = "rescored from " + path
+	}
+	md, pass := report(c, len(sov), sov, base, 0)
+	return md, pass, nil
 }

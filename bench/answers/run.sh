@@ -80,5 +80,5 @@ check_load
 args=(-bin "$SOVEREIGN_BIN" -models-dir "$MODELS_DIR" -model "$MODEL_ID" -threads "$THREADS" -slots "$SLOTS" -ctx "$CTX"
 	-out "$OUT" -llama-server "$LLAMA_SERVER")
 [[ -z "$GGUF" ]] || args+=(-gguf "$GGUF")
-log "answers benchmark: about 40 minutes on 2 cores for the full set (both pipelines)"
+log "answers benchmark: 103 questions of each pipeline, one at a time: about 20 minutes on a quiet 2-core machine, over an hour on a busy one"
 "$OUT/answers-bench" "${args[@]}" "${EXTRA_ARGS[@]}"

@@ -36,8 +36,16 @@ var abbreviations = map[string]bool{"mr": true, "mrs": true, "ms": true, "dr": t
 // a single capital (an initial), a known abbreviation or between digits
 // does not end a sentence. Segments without a letter or digit are not
 // sentences.
-func splitSentences(answer string) []sentence {
+func splitSentences(answer string) []sentence { return split(answer, false) }
+
+// splitLenient is splitSentences, except that markers before the answer's
+// first word cite its first sentence ("[1] 1872"): a reading kinder to a
+// model that writes its marker first, reported beside the score.
+func splitLenient(answer string) []sentence { return split(answer, true) }
+
+func split(answer string, lenient bool) []sentence {
 	r := []rune(answer)
+	var leading [][]int
 	var out []sentence
 	cur := strings.Builder{}
 	var curMarkers [][]int
@@ -47,6 +55,9 @@ func splitSentences(answer string) []sentence {
 	flush := func() {
 		text := strings.Join(strings.Fields(cur.String()), " ")
 		if hasWord(text) {
+			if len(out) == 0 && len(leading) > 0 {
+				curMarkers = append(leading, curMarkers...)
+			}
 			out = append(out, sentence{Text: text, Markers: curMarkers})
 		}
 		cur.Reset()
@@ -80,6 +91,8 @@ func splitSentences(answer string) []sentence {
 				// Before this sentence's first word (at the start of a
 				// line): it follows the sentence before.
 				out[len(out)-1].Markers = append(out[len(out)-1].Markers, nums)
+			case lenient:
+				leading = append(leading, nums)
 			}
 			// Before the answer's first word, it follows nothing.
 			i = end
