@@ -387,6 +387,20 @@ func newResult(pipeline string, q question, retrieved []string) result {
 	return result{Pipeline: pipeline, QID: q.ID, Kind: q.Kind, Question: q.Question, GoldDocs: q.GoldDocs, GoldAnswers: q.Answers, Retrieved: retrieved}
 }
 
+// chatReply is the part of a chat completion both pipelines read.
+type chatReply struct {
+	Choices []struct {
+		Message struct {
+			Content string `json:"content"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
+}
+
 // askSovereign asks q through POST /v1/completions with citations, the
 // request docs/sources.md shows.
 func (b *bench) askSovereign(ctx context.Context, q question, hits []hit) result {
@@ -397,16 +411,7 @@ func (b *bench) askSovereign(ctx context.Context, q question, hits []hit) result
 		body["max_tokens"] = b.c.maxTokens
 	}
 	var resp struct {
-		Choices []struct {
-			Message struct {
-				Content string `json:"content"`
-			} `json:"message"`
-			FinishReason string `json:"finish_reason"`
-		} `json:"choices"`
-		Usage struct {
-			PromptTokens     int `json:"prompt_tokens"`
-			CompletionTokens int `json:"completion_tokens"`
-		} `json:"usage"`
+		chatReply
 		Citations []struct {
 			Text    string `json:"text"`
 			Sources []struct {
@@ -472,18 +477,7 @@ func (b *bench) askBaseline(ctx context.Context, q question, hits []hit, searchD
 	if b.c.maxTokens > 0 {
 		body["max_tokens"] = b.c.maxTokens
 	}
-	var resp struct {
-		Choices []struct {
-			Message struct {
-				Content string `json:"content"`
-			} `json:"message"`
-			FinishReason string `json:"finish_reason"`
-		} `json:"choices"`
-		Usage struct {
-			PromptTokens     int `json:"prompt_tokens"`
-			CompletionTokens int `json:"completion_tokens"`
-		} `json:"usage"`
-	}
+	var resp chatReply
 	t0 := time.Now()
 	err := b.base.do(ctx, "POST", "/v1/chat/completions", body, &resp)
 	r.Seconds = (time.Since(t0) + searchDur).Seconds()
