@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,7 +13,6 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/engine"
 	"github.com/sovereign-ai/sovereign/internal/gguf/testmodel"
 	"github.com/sovereign-ai/sovereign/internal/models"
-	"github.com/sovereign-ai/sovereign/internal/testutil"
 )
 
 // qwenishStore is a store with "tiny" (ChatML, whose template ignores
@@ -23,16 +20,7 @@ import (
 // llama.cpp's corpus: the native <tool_call> format).
 func qwenishStore(t *testing.T) *models.Store {
 	t.Helper()
-	cmd := exec.Command("bash", "scripts/llama-cpp.sh", "source")
-	cmd.Dir = testutil.RepoRoot()
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("llama.cpp's source: %v", err)
-	}
-	tmpl, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "models", "templates", "Qwen-Qwen2.5-7B-Instruct.jinja"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tmpl := qwenTemplate(t)
 	store := tinyStore(t, "tiny")
 	src := filepath.Join(t.TempDir(), "qwenish.gguf")
 	if err := testmodel.Write(src, testmodel.Options{Seed: 5, ChatTemplate: string(tmpl)}); err != nil {

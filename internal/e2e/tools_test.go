@@ -205,12 +205,10 @@ func TestToolCallsGenericFormat(t *testing.T) {
 	}
 }
 
-// TestToolCallsNativeFormat gives a tiny model Qwen 2.5's chat template
-// (from llama.cpp's corpus), which renders tools and has its own call
-// format (<tool_call>{…}</tool_call>): llama.cpp's chat code supplies the
-// grammar and the parser, and the answer carries the forced call, plain
-// and streamed.
-func TestToolCallsNativeFormat(t *testing.T) {
+// qwenTemplate is Qwen 2.5's chat template from llama.cpp's corpus of
+// real templates (in the llama.cpp source the build uses).
+func qwenTemplate(t *testing.T) []byte {
+	t.Helper()
 	cmd := exec.Command("bash", "scripts/llama-cpp.sh", "source")
 	cmd.Dir = testutil.RepoRoot()
 	out, err := cmd.Output()
@@ -221,6 +219,16 @@ func TestToolCallsNativeFormat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tmpl
+}
+
+// TestToolCallsNativeFormat gives a tiny model Qwen 2.5's chat template
+// (from llama.cpp's corpus), which renders tools and has its own call
+// format (<tool_call>{…}</tool_call>): llama.cpp's chat code supplies the
+// grammar and the parser, and the answer carries the forced call, plain
+// and streamed.
+func TestToolCallsNativeFormat(t *testing.T) {
+	tmpl := qwenTemplate(t)
 	store, err := models.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
