@@ -401,6 +401,22 @@ type chatReply struct {
 	} `json:"usage"`
 }
 
+// read puts the reply's answer, finish reason and usage into r, or the
+// request's error (also a reply without choices), which it returns.
+func (c *chatReply) read(r *result, err error) error {
+	if err == nil && len(c.Choices) == 0 {
+		err = errors.New("no choices in the response")
+	}
+	if err != nil {
+		r.Error = err.Error()
+		return err
+	}
+	r.Answer = c.Choices[0].Message.Content
+	r.Finish = c.Choices[0].FinishReason
+	r.PromptTokens, r.CompletionTokens = c.Usage.PromptTokens, c.Usage.CompletionTokens
+	return nil
+}
+
 // askSovereign asks q through POST /v1/completions with citations, the
 // request docs/sources.md shows.
 func (b *bench) askSovereign(ctx context.Context, q question, hits []hit) result {
@@ -426,17 +442,10 @@ func (b *bench) askSovereign(ctx context.Context, q question, hits []hit) result
 	t0 := time.Now()
 	err := b.sov.do(ctx, "POST", "/v1/completions", body, &resp)
 	r.Seconds = time.Since(t0).Seconds()
-	if err == nil && len(resp.Choices) == 0 {
-		err = errors.New("no choices in the response")
-	}
-	if err != nil {
-		r.Error = err.Error()
+	if err = resp.read(&r, err); err != nil {
 		score(&r, len(hits), q)
 		return r
 	}
-	r.Answer = resp.Choices[0].Message.Content
-	r.Finish = resp.Choices[0].FinishReason
-	r.PromptTokens, r.CompletionTokens = resp.Usage.PromptTokens, resp.Usage.CompletionTokens
 	for _, ci := range resp.Citations {
 		cc := citation{Text: ci.Text}
 		for _, s := range ci.Sources {
@@ -482,17 +491,10 @@ func (b *bench) askBaseline(ctx context.Context, q question, hits []hit, searchD
 	err := b.base.do(ctx, "POST", "/v1/chat/completions", body, &resp)
 	r.Seconds = (time.Since(t0) + searchDur).Seconds()
 	r.SearchSeconds = searchDur.Seconds()
-	if err == nil && len(resp.Choices) == 0 {
-		err = errors.New("no choices in the response")
-	}
-	if err != nil {
-		r.Error = err.Error()
+	if err = resp.read(&r, err); err != nil {
 		score(&r, len(hits), q)
 		return r
 	}
-	r.Answer = resp.Choices[0].Message.Content
-	r.Finish = resp.Choices[0].FinishReason
-	r.PromptTokens, r.CompletionTokens = resp.Usage.PromptTokens, resp.Usage.CompletionTokens
 	r.Citations, r.InvalidMarkers = markerCitations(splitSentences(r.Answer), r.Retrieved)
 	score(&r, len(hits), q)
 	return r
