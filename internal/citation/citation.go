@@ -20,6 +20,19 @@
 // together do (and each hold at least one) are cited together: answers
 // that join two documents cite both.
 //
+// A sentence's quantities (a number with the word it counts, "640
+// workers") must stand so in the source: "1899 metres" is not "in 1899".
+//
+// A supported sentence answers the question only when it gives the kind
+// of thing asked for (a number, a time, a name, a place) and what it adds
+// to the question stands in its source beside one of the question's
+// relation words (in the same sentence or the next or previous one), in a
+// source that has the question's numbers and is about its subject (names
+// one of the question's names, or is linked to a source that does). A
+// small model asked "What is the population of Saltgrave?" writes "The
+// population of Saltgrave is 180 tonnes." from a sentence about a cargo:
+// every fact is in the source, and it answers nothing.
+//
 // Markers a model writes anyway are removed. A sentence no source
 // supports carries no marker and is listed by [Writer.Unsupported]. With
 // [Options.Abstain], an answer in which no sentence is supported — a
@@ -153,9 +166,15 @@ type Writer struct {
 	words    []map[string]bool // content words (stemmed) of each source
 	factSets []map[string]bool // fact words of each source
 	idf      map[string]float64
-	question map[string]bool // the question's content words (stemmed)
-	wants    answerKind      // what kind of thing the question asks for
-	answered bool            // a supported sentence gives the kind asked for
+	question map[string]bool   // the question's content words (stemmed)
+	relation []string          // the question's relation words (see relates)
+	qfacts   map[string]bool   // the question's facts and words, lower-cased
+	qnames   []string          // the names the question gives
+	subjects [][]string        // the names each source is about (its title's)
+	units    []map[string]bool // each source's quantities: "340 kilogram"
+	sents    [][]sentence      // each source's sentences
+	wants    answerKind        // what kind of thing the question asks for
+	answered bool              // a supported sentence gives the kind asked for
 
 	// Source sentences and their vectors, embedded once in the background
 	// (started by NewWriter) and waited for by the first attribution.
@@ -204,7 +223,19 @@ func NewWriter(srcs []Source, o Options) *Writer {
 	for t, n := range df {
 		w.idf[t] = math.Log(1 + float64(len(srcs))/float64(n))
 	}
+	for _, s := range srcs {
+		w.subjects = append(w.subjects, subjectNames(s))
+		w.units = append(w.units, quantities(s.Title+" "+s.Text))
+		var ss []sentence
+		for _, t := range splitSentences(s.Text) {
+			ss = append(ss, sentence{words: contentWords(t), facts: factWords(t)})
+		}
+		w.sents = append(w.sents, ss)
+	}
 	w.question = contentWords(o.Question)
+	w.relation = relationWords(o.Question)
+	w.qfacts = factWords(o.Question)
+	w.qnames = questionNames(o.Question)
 	w.wants = expects(o.Question)
 	if o.Cite && o.Embed != nil && len(srcs) > 0 {
 		go w.embedSources()
@@ -482,7 +513,7 @@ func (w *Writer) closeSentence() {
 	// ("How many captains…?" answered "Singing captains steer them.")
 	// does not answer it: the answer stays held, and abstains if nothing
 	// else does.
-	if w.wants.in(text, w.opts.Question) {
+	if w.wants.in(text, w.opts.Question) && w.relates(text, nums) {
 		w.answered = true
 		w.holding = false
 	}
@@ -496,6 +527,7 @@ func (w *Writer) attribute(sentence string) ([]int, bool) {
 	claimText := stripBullet(sentence)
 	cw := contentWords(claimText)
 	fs := facts(claimText)
+	qs := quantities(claimText)
 	if len(cw) == 0 && len(fs) == 0 {
 		return nil, false
 	}
@@ -532,7 +564,7 @@ func (w *Writer) attribute(sentence string) ([]int, bool) {
 				have[f] = true
 			}
 		}
-		c := cand{i: i, factsOK: len(have) == len(uniq(fs)), have: have}
+		c := cand{i: i, factsOK: len(have) == len(uniq(fs)) && w.quantitiesHeld(qs, i, -1), have: have}
 		lex := w.support(cw, i)
 		c.score = lex
 		if sim != nil {
@@ -568,7 +600,7 @@ func (w *Writer) attribute(sentence string) ([]int, bool) {
 					all = false
 				}
 			}
-			if !all || !onlyA || !onlyB || !w.novelHeld(novel, i, j) || !(w.close(cw, i, sim) || w.close(cw, j, sim) || w.supportPair(cw, i, j) >= minSupport) {
+			if !all || !onlyA || !onlyB || !w.quantitiesHeld(qs, i, j) || !w.novelHeld(novel, i, j) || !(w.close(cw, i, sim) || w.close(cw, j, sim) || w.supportPair(cw, i, j) >= minSupport) {
 				continue
 			}
 			if s := a.score + b.score; s > bs {
@@ -580,6 +612,45 @@ func (w *Writer) attribute(sentence string) ([]int, bool) {
 		return []int{bi + 1, bj + 1}, true
 	}
 	return nil, true
+}
+
+// quantitiesHeld reports whether sources i (and j, when ≥ 0) hold each of
+// a sentence's quantities — a number with the word it counts or measures
+// ("1899 metres" is not "in 1899"; "640 workers" not "640 pupils").
+func (w *Writer) quantitiesHeld(qs map[string]bool, i, j int) bool {
+	for q := range qs {
+		if !w.units[i][q] && !(j >= 0 && w.units[j][q]) {
+			return false
+		}
+	}
+	return true
+}
+
+// quantities returns the quantities of a text: each number (its last
+// digit run) with the content word right after it, stemmed ("2,340
+// kilograms" → "340 kilogram"). A number followed by a function word, a
+// name or punctuation ("in 1872 at", "1872.") is no quantity.
+func quantities(s string) map[string]bool {
+	out := map[string]bool{}
+	fields := strings.Fields(s)
+	for k := 0; k+1 < len(fields); k++ {
+		num := strings.TrimLeft(fields[k], "(\"'")
+		if num == "" || !unicode.IsDigit([]rune(num)[0]) || strings.IndexFunc(num, func(r rune) bool { return !unicode.IsDigit(r) && r != ',' && r != '.' }) >= 0 {
+			continue
+		}
+		if strings.ContainsAny(num[len(num)-1:], ",.") {
+			continue // the number ends a clause
+		}
+		next := fields[k+1]
+		r, _ := utf8.DecodeRuneInString(next)
+		word := strings.ToLower(strings.TrimRightFunc(next, func(r rune) bool { return !unicode.IsLetter(r) }))
+		if !unicode.IsLower(r) || utf8.RuneCountInString(word) < 3 || stopwords[word] || strings.IndexFunc(word, func(r rune) bool { return !unicode.IsLetter(r) }) >= 0 {
+			continue
+		}
+		runs := digitRuns(num)
+		out[runs[len(runs)-1]+" "+stem(word)] = true
+	}
+	return out
 }
 
 // anyHolds reports whether some source holds all the facts fs and the
@@ -694,6 +765,210 @@ func (w *Writer) supportPair(cw map[string]bool, i, j int) float64 {
 	return shared / total
 }
 
+// sentence is a source sentence's content words and fact words.
+type sentence struct{ words, facts map[string]bool }
+
+// relates reports whether a supported sentence answers what the question
+// asks about, not just something its sources say: what the sentence adds
+// to the question (its new facts, else its new words) must stand in one
+// of its sources next to one of the question's relation words — in the
+// same sentence or one beside it. "What is the population of Saltgrave?"
+// answered "The population of Saltgrave is 180 tonnes." takes 180 tonnes
+// from a sentence about a cargo, where no population is; "Who paid for the
+// bell?" answered with where it was cast names no payer. A sentence that
+// adds nothing to the question (the question said back) answers nothing.
+func (w *Writer) relates(text string, nums []int) bool {
+	var anchors []string
+	for _, f := range facts(text) {
+		if !w.qfacts[f] {
+			anchors = append(anchors, f)
+		}
+	}
+	novel := false
+	if len(anchors) == 0 {
+		for t := range contentWords(text) {
+			if !w.question[t] {
+				anchors = append(anchors, t)
+				novel = true
+			}
+		}
+	}
+	if len(anchors) == 0 {
+		return false
+	}
+	// A question about a year or a count ("in 1900") is answered from a
+	// source that has that number.
+	for _, f := range digitFacts(w.opts.Question) {
+		held := false
+		for _, n := range nums {
+			held = held || w.factSets[n-1][f]
+		}
+		if !held {
+			return false
+		}
+	}
+	for _, n := range nums {
+		ss := w.sents[n-1]
+		for k := range ss {
+			if !holdsAny(ss[k], anchors, novel) {
+				continue
+			}
+			related := len(w.relation) == 0
+			for j := max(0, k-1); j <= min(len(ss)-1, k+1) && !related; j++ {
+				related = relatedIn(ss[j].words, w.relation)
+			}
+			if related && w.about(n-1) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// about reports whether source i is about what the question names: it
+// names one of the question's names itself, or another source that does
+// and source i are linked — one names the other's subject (the names of
+// its title) — as a two-document answer needs ("the ship that carried the
+// bell": the bell's source names the ship whose source holds her
+// captain). "How many workers did
+// Brindlecourt Mills employ?" answered from a foundry's source that no
+// Brindlecourt source mentions is about something else.
+func (w *Writer) about(i int) bool {
+	if len(w.qnames) == 0 || w.namesAny(i, w.qnames) {
+		return true
+	}
+	for j := range w.srcs {
+		if j != i && w.namesAny(j, w.qnames) && (w.namesAny(j, w.subjects[i]) || w.namesAny(i, w.subjects[j])) {
+			return true
+		}
+	}
+	return false
+}
+
+// namesAny reports whether source i (its title or text) has one of names.
+func (w *Writer) namesAny(i int, names []string) bool {
+	for _, n := range names {
+		if w.factSets[i][n] {
+			return true
+		}
+	}
+	return false
+}
+
+// subjectNames returns the names a source is about: the words its title
+// capitalises that its text capitalises too ("Tallow" and "Vane" of
+// "Tallow & Vane Foundry", not "Foundry" when the text says "foundry").
+func subjectNames(s Source) []string {
+	inText := map[string]bool{}
+	for _, f := range strings.FieldsFunc(s.Text, notWordRune) {
+		if r, _ := utf8.DecodeRuneInString(f); unicode.IsUpper(r) {
+			inText[f] = true
+		}
+	}
+	var out []string
+	for _, f := range strings.FieldsFunc(s.Title, notWordRune) {
+		if r, _ := utf8.DecodeRuneInString(f); unicode.IsUpper(r) && inText[f] && !stopwords[strings.ToLower(f)] {
+			out = append(out, strings.ToLower(f))
+		}
+	}
+	return out
+}
+
+func notWordRune(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }
+
+// questionNames returns the names a question gives (the words it
+// capitalises after its first), lower-cased.
+func questionNames(question string) []string {
+	var out []string
+	for i, f := range strings.FieldsFunc(question, notWordRune) {
+		if r, _ := utf8.DecodeRuneInString(f); i > 0 && unicode.IsUpper(r) && utf8.RuneCountInString(f) > 1 {
+			out = append(out, strings.ToLower(f))
+		}
+	}
+	return out
+}
+
+// digitFacts returns the digit runs of s.
+func digitFacts(s string) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(s, notWordRune) {
+		out = append(out, digitRuns(f)...)
+	}
+	return out
+}
+
+// holdsAny reports whether a source sentence holds one of the anchors
+// (fact words, or content-word stems when novel).
+func holdsAny(s sentence, anchors []string, novel bool) bool {
+	for _, a := range anchors {
+		if novel && s.words[a] || !novel && s.facts[a] {
+			return true
+		}
+	}
+	return false
+}
+
+// relatedIn reports whether words hold one of the relation stems, or a
+// word sharing its first five letters ("design" and "designer").
+func relatedIn(words map[string]bool, relation []string) bool {
+	for _, r := range relation {
+		if words[r] {
+			return true
+		}
+		if len(r) < 5 {
+			continue
+		}
+		for t := range words {
+			if len(t) >= 5 && t[:5] == r[:5] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// relationWords returns what a question asks about, as stems: its
+// content words that are not names (capitalised after its first word) and
+// not words every question of its kind has ("name", "called").
+func relationWords(question string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for i, f := range strings.FieldsFunc(question, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '-' }) {
+		r, _ := utf8.DecodeRuneInString(f)
+		if i > 0 && unicode.IsUpper(r) || unicode.IsDigit(r) {
+			continue
+		}
+		for _, part := range strings.Split(strings.ToLower(f), "-") {
+			if utf8.RuneCountInString(part) < 3 || stopwords[part] || generic[part] {
+				continue
+			}
+			if t := stem(part); !seen[t] {
+				seen[t] = true
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+// generic are question words that say what kind of answer is wanted, not
+// what it is about.
+var generic = map[string]bool{"name": true, "named": true, "called": true, "kind": true, "type": true, "sort": true,
+	"happen": true, "happened": true, "place": true, "thing": true, "things": true, "why": true, "whose": true, "whom": true}
+
+// irregular maps irregular English verb forms to their base form, so that
+// "Who built it?" meets "built" and "build".
+var irregular = map[string]string{}
+
+func init() {
+	for _, l := range strings.Split(`build built|buy bought|sell sold|give gave given|lead led|teach taught|bring brought|win won|make made|begin began begun|write wrote written|grow grew grown|know knew known|hold held|keep kept|leave left|lose lost|pay paid|run ran|sink sank sunk|speak spoke spoken|steal stole stolen|take took taken|throw threw thrown|wear wore worn|fly flew flown|fall fell fallen|ring rang rung|rise rose risen|break broke broken|choose chose chosen|drive drove driven|eat ate eaten|forget forgot forgotten|freeze froze frozen|hide hid hidden|ride rode ridden|see saw seen|shake shook shaken|sing sang sung|swim swam swum|tell told|think thought|catch caught|fight fought|seek sought|feed fed|meet met|send sent|spend spent|stand stood|understand understood|lend lent|bend bent|dig dug|hang hung|shoot shot|sit sat|sleep slept|sweep swept|weep wept|deal dealt|feel felt|mean meant|bear bore born borne|tear tore torn|swear swore sworn|go went gone|come came|get got gotten|become became|draw drew drawn|blow blew blown|lie lay lain|strike struck|stick stuck|win won|weave wove woven|wake woke woken|light lit`, "|") {
+		fs := strings.Fields(l)
+		for _, f := range fs[1:] {
+			irregular[f] = fs[0]
+		}
+	}
+}
+
 // answerKind is what a question asks for, as far as its first words
 // tell: a number, a time, a name, or anything.
 type answerKind int
@@ -703,30 +978,37 @@ const (
 	numberAnswer
 	timeAnswer
 	nameAnswer
+	placeAnswer
 )
 
-// expects reads the kind of answer a question asks for from its opening
-// words ("How many …", "When …", "Who …").
+// expects reads the kind of answer a question asks for from its
+// interrogative ("How many …", "When …", "Who …"): the first one in it, so
+// that "Who swam ashore when the ship was wrecked?" asks for a name.
 func expects(question string) answerKind {
-	q := " " + strings.ToLower(strings.Join(strings.Fields(question), " "))
-	has := func(ps ...string) bool {
-		for _, p := range ps {
-			if strings.Contains(q, " "+p+" ") {
-				return true
+	q := " " + strings.ToLower(strings.Join(strings.FieldsFunc(question, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '\'' }), " ")) + " "
+	kind, at := anyAnswer, len(q)
+	for _, k := range []struct {
+		kind    answerKind
+		phrases []string
+	}{
+		{numberAnswer, []string{"how many", "how much", "how long", "how old", "how far", "how tall", "how high", "how heavy", "how deep", "how wide", "how fast", "what percentage", "what number"}},
+		{timeAnswer, []string{"when", "what year", "which year", "what date", "which century", "what century"}},
+		{nameAnswer, []string{"who", "whom", "whose"}},
+		{placeAnswer, []string{"where"}},
+		{anyAnswer, []string{"what", "which", "why", "how"}},
+	} {
+		for _, p := range k.phrases {
+			if i := strings.Index(q, " "+p+" "); i >= 0 && i < at {
+				kind, at = k.kind, i
 			}
 		}
-		return false
 	}
-	switch {
-	case has("how many", "how much", "how long", "how old", "how far", "how tall", "how high", "how heavy", "how deep", "how wide", "how fast", "what percentage", "what number"):
-		return numberAnswer
-	case has("when", "what year", "which year", "what date", "which century", "what century"):
-		return timeAnswer
-	case has("who", "whom", "whose"):
-		return nameAnswer
-	}
-	return anyAnswer
+	return kind
 }
+
+// locatives are the prepositions that say where.
+var locatives = map[string]bool{"in": true, "at": true, "on": true, "near": true, "inside": true, "outside": true, "above": true,
+	"below": true, "beside": true, "under": true, "behind": true, "beneath": true, "along": true, "across": true, "off": true, "between": true}
 
 // numberWords are numbers written out, and words that stand for them.
 var numberWords = map[string]bool{}
@@ -762,6 +1044,10 @@ func (k answerKind) in(sentence, question string) bool {
 			}
 		case nameAnswer:
 			if unicode.IsUpper(r) && utf8.RuneCountInString(f) > 1 && !strings.Contains(strings.ToLower(question), l) {
+				return true
+			}
+		case placeAnswer:
+			if unicode.IsUpper(r) && utf8.RuneCountInString(f) > 1 && !strings.Contains(strings.ToLower(question), l) || locatives[l] {
 				return true
 			}
 		}
@@ -910,6 +1196,9 @@ func contentWords(s string) map[string]bool {
 // stem strips the commonest English inflections, so that "ships",
 // "shipped" and "ship" meet.
 func stem(w string) string {
+	if base := irregular[w]; base != "" {
+		return base
+	}
 	for _, suf := range []string{"ing", "ed", "es", "s"} {
 		if strings.HasSuffix(w, suf) && utf8.RuneCountInString(w)-len(suf) >= 3 {
 			return strings.TrimSuffix(w, suf)

@@ -295,3 +295,65 @@ func TestAnswerGivesWhatIsAsked(t *testing.T) {
 		t.Fatalf("expects: %v", k)
 	}
 }
+
+// reach is a corpus in which a wrong answer is made of right facts: the
+// numbers and names of an unanswerable question's answer are in the
+// sources, about something else.
+var reach = []Source{
+	{ID: "c1", DocumentID: "bell", Title: "The Veldor Bell", Text: "The Veldor Bell hangs in the clock tower of the Ostrand Exchange. It was cast in 1872 and weighs 2,340 kilograms. It was brought to Ostrand aboard the schooner Calloway Wren."},
+	{ID: "c2", DocumentID: "wren", Title: "The Calloway Wren", Text: "The Calloway Wren was a trading schooner. Her hull was painted green. She carried 180 tonnes of salt from Saltgrave each summer. Her longest-serving master was Captain Ilse Marrow."},
+	{ID: "c3", DocumentID: "exchange", Title: "The Ostrand Exchange", Text: "The Ostrand Exchange opened in 1868. The clock tower at its north corner was added in 1899. In 1890 its school had 640 pupils. The Reach Council meets four times a year in the Exchange's upper hall."},
+	{ID: "c4", DocumentID: "marrow", Title: "Ilse Marrow", Text: "Ilse Marrow was born in Cobble Tarn in 1838. Sailors called her the Weathercock."},
+	{ID: "c5", DocumentID: "mills", Title: "Brindlecourt Mills", Text: "Brindlecourt Mills was a cotton mill on the river Lisk. It burned down in 1911."},
+}
+
+// TestAnswerIsAboutTheQuestion: a supported sentence answers only when
+// what it adds to the question stands in its source next to what the
+// question asks about, with the question's own numbers, the same
+// quantities, and in a source about the question's subject (or linked to
+// one). Otherwise the answer abstains; answers that hold stay.
+func TestAnswerIsAboutTheQuestion(t *testing.T) {
+	for _, c := range []struct {
+		name, q, answer string
+		abstains        bool
+	}{
+		{"a fact of a cargo is no population", "What is the population of Saltgrave?", "The population of Saltgrave is 180 tonnes.", true},
+		{"the relation word in the source sentence", "What colour was the hull of the Calloway Wren?", "The hull of the Calloway Wren was green.", false},
+		{"another fact of the right source", "Who paid for the Veldor Bell?", "The Veldor Bell was cast in 1872.", true},
+		{"the question said back adds nothing", "What colour was the hull of the Calloway Wren?", "What colour was the hull of the Calloway Wren?", true},
+		{"a year with a unit is no height", "How tall is the clock tower of the Ostrand Exchange?", "The clock tower of the Ostrand Exchange is 1899 metres tall.", true},
+		{"the quantity as the source has it", "How much does the Veldor Bell weigh?", "The Veldor Bell weighs 2,340 kilograms.", false},
+		{"the question's year must be in the source", "How many pupils did the Exchange's school have in 1900?", "The school had 640 pupils.", true},
+		{"the question's year in the source", "How many pupils did the Exchange's school have in 1890?", "The school had 640 pupils.", false},
+		{"a count from a source about something else", "How many pupils did Brindlecourt Mills train?", "Brindlecourt Mills trained 640 pupils.", true},
+		{"where wants a place", "Where does the Reach Council meet?", "The Reach Council meets four times a year.", true},
+		{"where answered with a place", "Where does the Reach Council meet?", "The Reach Council meets in the upper hall of the Exchange.", false},
+		{"two linked sources", "Who captained the ship that carried the Veldor Bell?", "Captain Ilse Marrow was the master of the Calloway Wren.", false},
+		{"linked the other way", "Where was the longest-serving master of the Calloway Wren born?", "Ilse Marrow was born in Cobble Tarn.", false},
+		{"an irregular verb meets its base", "What did sailors call Ilse Marrow?", "Sailors called her the Weathercock.", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := NewWriter(reach, Options{Cite: true, Abstain: true, Question: c.q})
+			got := w.Write(c.answer) + w.Flush()
+			if w.Abstained() != c.abstains {
+				t.Errorf("%q answered %q: %q (abstained %v, want %v)", c.q, c.answer, got, w.Abstained(), c.abstains)
+			}
+		})
+	}
+}
+
+// TestExpectsTheFirstInterrogative: a question's kind is its first
+// interrogative's, not a later "when".
+func TestExpectsTheFirstInterrogative(t *testing.T) {
+	for q, want := range map[string]answerKind{
+		"Who swam ashore when the Perpetua was wrecked?":      nameAnswer,
+		"What did she wear when she observed?":                anyAnswer,
+		"In what year was the bell cast?":                     timeAnswer,
+		"How many men came ashore when the ship was wrecked?": numberAnswer,
+		"Where does the council meet?":                        placeAnswer,
+	} {
+		if got := expects(q); got != want {
+			t.Errorf("expects(%q) = %v, want %v", q, got, want)
+		}
+	}
+}
