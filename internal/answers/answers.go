@@ -14,7 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -121,6 +120,9 @@ type Answer struct {
 	w       *citation.Writer
 	// abstain: retrieval found nothing relevant; no generation is needed.
 	abstain bool
+	// retry is the second try when the first answers nothing (see
+	// Settle); nil when there is none.
+	retry *inference.CompletionRequest
 }
 
 // Prepare gathers the sources and builds the generation: the sources as
@@ -146,14 +148,9 @@ func (s *Service) Prepare(ctx context.Context, req Request) (*Answer, error) {
 		srcs, relevant := pick(found, f.MaxSources)
 		a.Sources = srcs
 		a.abstain = req.Cite && !req.NoAbstain && !relevant
-		chat.Messages = f.apply(chat.Messages, srcs, abstainText)
-		if chat.MaxTokens == 0 {
-			chat.MaxTokens = f.MaxTokens
-		}
-		for _, stop := range f.Stop {
-			if len(chat.Stop) < maxStops && !slices.Contains(chat.Stop, stop) {
-				chat.Stop = append(chat.Stop, stop)
-			}
+		chat = f.request(req.Chat, srcs, abstainText)
+		if req.Cite && !req.NoAbstain && !a.abstain && !chat.Logprobs && len(chat.Tools) == 0 {
+			a.retry = f.focused(req.Chat, srcs, abstainText, Question(req.Chat.Messages))
 		}
 	}
 	o := citation.Options{Cite: req.Cite, Abstain: !req.NoAbstain, AbstainText: abstainText, Question: Question(req.Chat.Messages), Context: ctx}
@@ -208,8 +205,65 @@ func pick(found []found, max int) ([]citation.Source, bool) {
 	return out, relevant
 }
 
+// Settle returns the answer's generation st with its text settled: the
+// markers written, a guess held back, and at the end what was held (or
+// the abstain text). When the first generation answers nothing — no
+// sentence a source supports gives what the question asks — and the
+// client has seen none of it, the model is asked once more with only the
+// sources' sentences about the question (a small model that missed the
+// answer in four whole chunks often finds it among a few sentences):
+// again starts that generation, and the usage reported is both
+// generations'. The retry abstains like the first when it answers
+// nothing.
+func (a *Answer) Settle(st inference.Stream, again func(inference.CompletionRequest) (inference.Stream, error)) inference.Stream {
+	return &settled{a: a, st: st, again: again}
+}
+
+type settled struct {
+	a     *Answer
+	st    inference.Stream
+	again func(inference.CompletionRequest) (inference.Stream, error)
+	used  *inference.Usage // the first generation's, when retried
+}
+
+func (s *settled) Recv() (inference.Event, error) {
+	for {
+		ev, err := s.st.Recv()
+		if err != nil {
+			return ev, err
+		}
+		ev.Text = s.a.w.Write(ev.Text)
+		if !ev.Done {
+			return ev, nil
+		}
+		tail := s.a.w.Flush()
+		if r := s.a.retry; r != nil && s.again != nil && s.a.w.AbstainedUnseen() {
+			s.a.retry = nil
+			if st, err := s.again(*r); err == nil {
+				s.st.Close()
+				s.st, s.used = st, ev.Usage
+				s.a.w.Reset()
+				continue
+			}
+			// The first generation's abstention stands.
+		}
+		ev.Text += tail
+		if s.used != nil && ev.Usage != nil {
+			u := *ev.Usage
+			u.PromptTokens += s.used.PromptTokens
+			u.CompletionTokens += s.used.CompletionTokens
+			u.CachedTokens += s.used.CachedTokens
+			ev.Usage = &u
+		}
+		return ev, nil
+	}
+}
+
+func (s *settled) Close() error { return s.st.Close() }
+
 // Write settles a piece of the answer and returns the text to show (a
-// marker is held back until it is known to stand).
+// marker is held back until it is known to stand). Settle does this for a
+// stream.
 func (a *Answer) Write(text string) string { return a.w.Write(text) }
 
 // Flush returns what Write held back, at the end of the answer.

@@ -94,7 +94,8 @@ func TestPrepareAsksInTheFamilysForm(t *testing.T) {
 		t.Fatalf("messages: %+v", msgs)
 	}
 	last := msgs[3].Content
-	if !strings.HasPrefix(last, "Context:\nEngines\nEngines text") || !strings.HasSuffix(last, "\n\nQuestion: What coolant does the zorblat engine run on?") {
+	// The best chunk last, next to the question.
+	if !strings.HasPrefix(last, "Context:\nMills\nMills text") || !strings.Contains(last, "Engines text number A.\n\nQuestion: What coolant does the zorblat engine run on?") {
 		t.Fatalf("last user message:\n%s", last)
 	}
 	if len(a.Sources) != def.MaxSources || strings.Contains(last, "Lighthouses") || a.Chat.MaxTokens != def.MaxTokens || a.Abstains() {
@@ -210,5 +211,79 @@ func TestFormsData(t *testing.T) {
 	}
 	if formFor("GEMMA3").Stop == nil || formFor("unknown-family").User != forms["default"].User {
 		t.Fatal("family lookup")
+	}
+}
+
+// drain reads a settled stream to its end: the text and the last usage.
+func drain(t *testing.T, st inference.Stream) (string, *inference.Usage) {
+	t.Helper()
+	var b strings.Builder
+	for {
+		ev, err := st.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString(ev.Text)
+		if ev.Done {
+			return b.String(), ev.Usage
+		}
+	}
+}
+
+// TestSettleRetriesWithTheRelevantSentences: a first generation that
+// answers nothing (a fact of the right source, not the one asked for) is
+// never shown; the model is asked once more with only the sentences about
+// the question, and the usage is both generations'. An answer that
+// answers is not retried, a retry that answers nothing abstains, and
+// {"abstain": false} keeps the first answer.
+func TestSettleRetriesWithTheRelevantSentences(t *testing.T) {
+	bell := "The Veldor Bell hangs in the clock tower of the Exchange. It was cast in 1872 at the Tallow foundry. Amos Veldor, a grain merchant, paid for the bell after a fog."
+	svc, _ := newService([]sources.Hit{hit(1, "The Veldor Bell", bell, 0.7)})
+	prepare := func(noAbstain bool) *Answer {
+		a, err := svc.Prepare(context.Background(), Request{TeamID: "team_a", Chat: question("Who paid for the Veldor Bell?"), Cite: true, NoAbstain: noAbstain})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	gen := func(text string, prompt, completion int) inference.Stream {
+		return inference.StreamOf(inference.Event{Text: text}, inference.Event{Done: true, FinishReason: inference.FinishStop, Usage: &inference.Usage{PromptTokens: prompt, CompletionTokens: completion}})
+	}
+	var asked []inference.CompletionRequest
+	again := func(answer string) func(inference.CompletionRequest) (inference.Stream, error) {
+		return func(r inference.CompletionRequest) (inference.Stream, error) {
+			asked = append(asked, r)
+			return gen(answer, 30, 8), nil
+		}
+	}
+
+	a := prepare(false)
+	text, usage := drain(t, a.Settle(gen("The Veldor Bell was cast in 1872.", 100, 10), again("Amos Veldor paid for the Veldor Bell.")))
+	if text != "Amos Veldor paid for the Veldor Bell.[1]" || usage == nil || usage.PromptTokens != 130 || usage.CompletionTokens != 18 {
+		t.Fatalf("retried answer %q, usage %+v", text, usage)
+	}
+	if len(asked) != 1 {
+		t.Fatalf("asked again %d times", len(asked))
+	}
+	prompt := asked[0].Messages[len(asked[0].Messages)-1].Content
+	if !strings.Contains(prompt, "Amos Veldor, a grain merchant, paid for the bell") || strings.Contains(prompt, "clock tower") || !strings.HasSuffix(prompt, "Question: Who paid for the Veldor Bell?") {
+		t.Fatalf("second prompt:\n%s", prompt)
+	}
+
+	asked = nil
+	text, _ = drain(t, prepare(false).Settle(gen("Amos Veldor paid for it.", 100, 10), again("unused")))
+	if text != "Amos Veldor paid for it.[1]" || len(asked) != 0 {
+		t.Fatalf("an answer that answers: %q, asked again %d times", text, len(asked))
+	}
+
+	text, _ = drain(t, prepare(false).Settle(gen("The Veldor Bell was cast in 1872.", 100, 10), again("It hangs in the clock tower of the Exchange.")))
+	if text != "The sources do not say." || len(asked) != 1 {
+		t.Fatalf("a retry that answers nothing: %q, asked again %d times", text, len(asked))
+	}
+
+	asked = nil
+	text, _ = drain(t, prepare(true).Settle(gen("The Veldor Bell was cast in 1872.", 100, 10), again("unused")))
+	if text != "The Veldor Bell was cast in 1872.[1]" || len(asked) != 0 {
+		t.Fatalf("abstain false: %q, asked again %d times", text, len(asked))
 	}
 }

@@ -3,6 +3,7 @@ package answers
 import (
 	_ "embed"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/sovereign-ai/sovereign/internal/citation"
@@ -26,6 +27,9 @@ type form struct {
 	// Stop ends the answer where a family goes on past it (a base model
 	// writing the next question); added to the caller's stop strings.
 	Stop []string `json:"stop"`
+	// BestLast lists the best source last, next to the question, where a
+	// small model reads most closely.
+	BestLast bool `json:"best_last"`
 }
 
 //go:embed forms.json
@@ -68,11 +72,55 @@ func formFor(family string) form {
 // maxPromptSourceChars bounds each source's text in the prompt.
 const maxPromptSourceChars = 4000
 
+// request returns chat asked in this form from srcs: the sources in its
+// messages, the form's default length and stop strings.
+func (f form) request(chat inference.CompletionRequest, srcs []citation.Source, abstain string) inference.CompletionRequest {
+	chat.Messages = f.apply(chat.Messages, srcs, abstain)
+	if chat.MaxTokens == 0 {
+		chat.MaxTokens = f.MaxTokens
+	}
+	chat.Stop = slices.Clone(chat.Stop)
+	for _, stop := range f.Stop {
+		if len(chat.Stop) < maxStops && !slices.Contains(chat.Stop, stop) {
+			chat.Stop = append(chat.Stop, stop)
+		}
+	}
+	return chat
+}
+
+// focused returns the second try at an answer: the same request with each
+// source cut to its sentences about the question (citation.Relevant); nil
+// when no source has any, or none was cut (the same prompt would get the
+// same answer).
+func (f form) focused(chat inference.CompletionRequest, srcs []citation.Source, abstain, question string) *inference.CompletionRequest {
+	var cut []citation.Source
+	shorter := false
+	for _, s := range srcs {
+		t := citation.Relevant(question, s.Text)
+		if t == "" {
+			shorter = true
+			continue
+		}
+		shorter = shorter || len(t) < len(strings.TrimSpace(s.Text))
+		s.Text = t
+		cut = append(cut, s)
+	}
+	if len(cut) == 0 || !shorter {
+		return nil
+	}
+	r := f.request(chat, cut, abstain)
+	return &r
+}
+
 // apply puts the sources into the conversation: the form's system message
 // (before the caller's own), and the last user message rewritten as the
 // context and then its question. Earlier turns stay as they are.
 func (f form) apply(msgs []inference.Message, srcs []citation.Source, abstain string) []inference.Message {
 	parts := make([]string, 0, len(srcs))
+	if f.BestLast {
+		srcs = slices.Clone(srcs)
+		slices.Reverse(srcs)
+	}
 	for _, s := range srcs {
 		title := strings.Join(strings.Fields(s.Title), " ")
 		text := citation.Truncate(strings.TrimSpace(s.Text), maxPromptSourceChars)

@@ -195,6 +195,7 @@ type Writer struct {
 	citations   []Citation
 	unsupported []Span
 	abstained   bool
+	heldAll     bool // abstained with nothing returned before
 }
 
 // NewWriter returns a Writer for an answer drawing on srcs. With an
@@ -294,6 +295,7 @@ func (w *Writer) Flush() string {
 	w.done = true
 	if w.opts.Abstain && !w.answered {
 		w.abstained = true
+		w.heldAll = w.returned == 0
 		w.out.Reset()
 		w.out.WriteString(w.opts.AbstainText)
 		w.outRunes = utf8.RuneCountInString(w.opts.AbstainText)
@@ -301,6 +303,40 @@ func (w *Writer) Flush() string {
 		w.holding = false
 	}
 	return w.release()
+}
+
+// AbstainedUnseen reports whether the answer abstained with none of the
+// generated text returned before (all of it was held back): another
+// generation may still answer, and the client has seen nothing to take
+// back. Call it after Flush.
+func (w *Writer) AbstainedUnseen() bool { return w.abstained && w.heldAll }
+
+// Reset forgets the answer written so far, to settle another generation
+// for the same question and sources (the sources' analysis and vectors
+// are kept). Only an answer that was held entirely may be reset: the
+// client has seen none of it.
+func (w *Writer) Reset() {
+	w.out.Reset()
+	w.cur.Reset()
+	w.outRunes, w.returned, w.curAt = 0, 0, 0
+	w.pending = ""
+	w.holding, w.done, w.answered, w.abstained, w.heldAll = w.opts.Abstain, false, false, false, false
+	w.citations, w.unsupported = nil, nil
+}
+
+// Relevant returns the sentences of text that hold one of the question's
+// relation words (see relates), joined by spaces; empty when none does.
+// A second try at an answer shows the model only these: a small model
+// that missed the answer in whole chunks finds it among a few sentences.
+func Relevant(question, text string) string {
+	rel := relationWords(question)
+	var keep []string
+	for _, s := range splitSentences(text) {
+		if relatedIn(contentWords(s), rel) {
+			keep = append(keep, s)
+		}
+	}
+	return strings.Join(keep, " ")
 }
 
 // release returns what of the answer the client has not had, unless the

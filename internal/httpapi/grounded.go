@@ -69,15 +69,12 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 			if err != nil {
 				return err
 			}
-			out.Choices[0].Text = ans.Write(out.Choices[0].Text) + ans.Flush()
 			id, resp = out.ID, &openai.CitedTextCompletion{TextCompletion: out}
 		} else {
 			out, err := openai.CollectChat([]inference.Stream{stream}, m.ID, false)
 			if err != nil {
 				return err
 			}
-			ch := &out.Choices[0].Message
-			ch.Content = ans.Write(ch.Content) + ans.Flush()
 			id, resp = out.ID, &openai.CitedChatCompletion{ChatCompletion: out}
 		}
 		if cite {
@@ -108,9 +105,7 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 	}
 	var usage *inference.Usage
 	for {
-		ev.Text = ans.Write(ev.Text)
 		if ev.Done {
-			ev.Text += ans.Flush()
 			usage = ev.Usage
 		}
 		for _, c := range form.chunks(ev) {
@@ -218,14 +213,24 @@ func (s *Server) prepareAnswer(w http.ResponseWriter, r *http.Request, m catalog
 	return s.answers().Prepare(r.Context(), req)
 }
 
-// answerStream runs an answer's generation, unless retrieval found
-// nothing relevant: then an empty generation, which the answer settles
-// into its abstain text, and the model is not asked.
+// answerStream runs an answer's generation, its text settled by the
+// answer (markers, held guesses, one retry; see answers.Answer.Settle),
+// unless retrieval found nothing relevant: then an empty generation,
+// which the answer settles into its abstain text, and the model is not
+// asked.
 func (s *Server) answerStream(ctx context.Context, m catalog.Resolved, ans *answers.Answer, req inference.CompletionRequest) (inference.Stream, error) {
 	if ans.Abstains() {
-		return inference.StreamOf(inference.Event{Done: true, FinishReason: inference.FinishStop, Usage: &inference.Usage{}}), nil
+		return ans.Settle(inference.StreamOf(inference.Event{Done: true, FinishReason: inference.FinishStop, Usage: &inference.Usage{}}), nil), nil
 	}
-	return s.complete(ctx, m, req, true)
+	st, err := s.complete(ctx, m, req, true)
+	if err != nil {
+		return nil, err
+	}
+	again := func(r inference.CompletionRequest) (inference.Stream, error) {
+		r.Model, r.Stream = req.Model, req.Stream
+		return s.complete(ctx, m, r, true)
+	}
+	return ans.Settle(st, again), nil
 }
 
 // answers is the answers service: the configured one, or one over the

@@ -90,13 +90,12 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	// (which holds a citation marker back until it stands), with the
 	// citations as annotations before the end.
 	add := func(ev inference.Event) ([]openai.ResponseEvent, error) {
-		ev.Text = ans.Write(ev.Text)
 		if !ev.Done {
 			return b.Add(ev), nil
 		}
 		// The final event can carry the last of the text (a JSON answer
 		// ends on its closing byte).
-		out := b.Add(inference.Event{Text: ev.Text + ans.Flush(), Logprobs: ev.Logprobs})
+		out := b.Add(inference.Event{Text: ev.Text, Logprobs: ev.Logprobs})
 		cits, _, err := ans.Finish(ctx, b.Response().ID, m.ID)
 		if err != nil {
 			return out, err
