@@ -14,7 +14,8 @@
 # llama.cpp's common library is built for its chat code.
 #
 # scripts/llama-cpp/patch.py changes the source before the build (a Q8_0
-# matrix kernel for AVX-512 VNNI, scripts/llama-cpp/q8_0_avx512vnni.inc); the
+# matrix kernel for AVX-512 VNNI, scripts/llama-cpp/q8_0_avx512vnni.inc, which
+# also takes Q5_0 matrices unpacked to Q8_0, q5_0_as_q8_0.inc); the
 # unpacked source stays as released ("source" prints it, for a peer built
 # as its users get it).
 #

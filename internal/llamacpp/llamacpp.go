@@ -274,8 +274,9 @@ type ModelParams struct {
 	// UseMmap maps the file instead of reading it.
 	UseMmap bool
 	// NoRepack keeps every weight in the file's layout: ggml's CPU backend
-	// otherwise repacks the matrices it has interleaved kernels for (Q8_0 on
-	// AVX-512 VNNI with scripts/llama-cpp/patch.py, Q4_0 and Q4_K on AVX2).
+	// otherwise repacks the matrices it has interleaved kernels for (Q8_0,
+	// and Q5_0 unpacked to Q8_0, on AVX-512 VNNI with
+	// scripts/llama-cpp/patch.py; Q4_0 and Q4_K on AVX2).
 	// Tests use it to check the repacked kernels against the plain ones.
 	NoRepack bool
 }
