@@ -26,7 +26,7 @@
 // A supported sentence answers the question only when it gives the kind
 // of thing asked for (a number, a time, a name, a place) and what it adds
 // to the question stands in its source beside one of the question's
-// relation words (in the same sentence or the next or previous one), in a
+// relation words (in one sentence of it), in a
 // source that has the question's numbers and is about its subject (names
 // one of the question's names, or is linked to a source that does). A
 // small model asked "What is the population of Saltgrave?" writes "The
@@ -806,30 +806,26 @@ type sentence struct{ words, facts map[string]bool }
 
 // relates reports whether a supported sentence answers what the question
 // asks about, not just something its sources say: what the sentence adds
-// to the question (its new facts, else its new words) must stand in one
-// of its sources next to one of the question's relation words — in the
-// same sentence or one beside it. "What is the population of Saltgrave?"
+// to the question (one of its new facts or words) must stand in one of
+// its sources in a sentence that has one of the question's relation
+// words. "What is the population of Saltgrave?"
 // answered "The population of Saltgrave is 180 tonnes." takes 180 tonnes
 // from a sentence about a cargo, where no population is; "Who paid for the
 // bell?" answered with where it was cast names no payer. A sentence that
 // adds nothing to the question (the question said back) answers nothing.
 func (w *Writer) relates(text string, nums []int) bool {
-	var anchors []string
+	var newFacts, newWords []string
 	for _, f := range facts(text) {
 		if !w.qfacts[f] {
-			anchors = append(anchors, f)
+			newFacts = append(newFacts, f)
 		}
 	}
-	novel := false
-	if len(anchors) == 0 {
-		for t := range contentWords(text) {
-			if !w.question[t] {
-				anchors = append(anchors, t)
-				novel = true
-			}
+	for t := range contentWords(text) {
+		if !w.question[t] {
+			newWords = append(newWords, t)
 		}
 	}
-	if len(anchors) == 0 {
+	if len(newFacts) == 0 && len(newWords) == 0 {
 		return false
 	}
 	// A question about a year or a count ("in 1900") is answered from a
@@ -844,18 +840,22 @@ func (w *Writer) relates(text string, nums []int) bool {
 		}
 	}
 	for _, n := range nums {
-		ss := w.sents[n-1]
-		for k := range ss {
-			if !holdsAny(ss[k], anchors, novel) {
-				continue
+		for _, s := range w.sents[n-1] {
+			if holdsAny(s.facts, newFacts) || holdsAny(s.words, newWords) {
+				if (len(w.relation) == 0 || relatedIn(s.words, w.relation)) && w.about(n-1) {
+					return true
+				}
 			}
-			related := len(w.relation) == 0
-			for j := max(0, k-1); j <= min(len(ss)-1, k+1) && !related; j++ {
-				related = relatedIn(ss[j].words, w.relation)
-			}
-			if related && w.about(n-1) {
-				return true
-			}
+		}
+	}
+	return false
+}
+
+// holdsAny reports whether set holds one of xs.
+func holdsAny(set map[string]bool, xs []string) bool {
+	for _, x := range xs {
+		if set[x] {
+			return true
 		}
 	}
 	return false
@@ -931,17 +931,6 @@ func digitFacts(s string) []string {
 		out = append(out, digitRuns(f)...)
 	}
 	return out
-}
-
-// holdsAny reports whether a source sentence holds one of the anchors
-// (fact words, or content-word stems when novel).
-func holdsAny(s sentence, anchors []string, novel bool) bool {
-	for _, a := range anchors {
-		if novel && s.words[a] || !novel && s.facts[a] {
-			return true
-		}
-	}
-	return false
 }
 
 // relatedIn reports whether words hold one of the relation stems, or a

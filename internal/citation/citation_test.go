@@ -305,6 +305,7 @@ var reach = []Source{
 	{ID: "c3", DocumentID: "exchange", Title: "The Ostrand Exchange", Text: "The Ostrand Exchange opened in 1868. The clock tower at its north corner was added in 1899. In 1890 its school had 640 pupils. The Reach Council meets four times a year in the Exchange's upper hall."},
 	{ID: "c4", DocumentID: "marrow", Title: "Ilse Marrow", Text: "Ilse Marrow was born in Cobble Tarn in 1838. Sailors called her the Weathercock."},
 	{ID: "c5", DocumentID: "mills", Title: "Brindlecourt Mills", Text: "Brindlecourt Mills was a cotton mill on the river Lisk. It burned down in 1911."},
+	{ID: "c6", DocumentID: "vesk", Title: "Jorunn Vesk", Text: "Her best-known work is the Reach Suite for brass band, first performed in 1895. She wrote four operas, of which only The Salt Wife is still staged."},
 }
 
 // TestAnswerIsAboutTheQuestion: a supported sentence answers only when
@@ -331,6 +332,8 @@ func TestAnswerIsAboutTheQuestion(t *testing.T) {
 		{"two linked sources", "Who captained the ship that carried the Veldor Bell?", "Captain Ilse Marrow was the master of the Calloway Wren.", false},
 		{"linked the other way", "Where was the longest-serving master of the Calloway Wren born?", "Ilse Marrow was born in Cobble Tarn.", false},
 		{"an irregular verb meets its base", "What did sailors call Ilse Marrow?", "Sailors called her the Weathercock.", false},
+		{"a fact of the sentence before is another work", "Which opera by Jorunn Vesk is still staged?", "Jorunn Vesk's Reach Suite for brass band is still staged.", true},
+		{"the work the opera sentence names", "Which opera by Jorunn Vesk is still staged?", "Only The Salt Wife is still staged.", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w := NewWriter(reach, Options{Cite: true, Abstain: true, Question: c.q})
