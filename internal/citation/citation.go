@@ -171,7 +171,7 @@ type Writer struct {
 	qfacts   map[string]bool   // the question's facts and words, lower-cased
 	qnames   []string          // the names the question gives
 	subjects [][]string        // the names each source is about (its title's)
-	units    []map[string]bool // each source's quantities: "340 kilogram"
+	units    []map[string]bool // each source's numbers with the words after them: "340 kilogram"
 	sents    [][]sentence      // each source's sentences
 	wants    answerKind        // what kind of thing the question asks for
 	answered bool              // a supported sentence gives the kind asked for
@@ -226,7 +226,7 @@ func NewWriter(srcs []Source, o Options) *Writer {
 	}
 	for _, s := range srcs {
 		w.subjects = append(w.subjects, subjectNames(s))
-		w.units = append(w.units, quantities(s.Title+" "+s.Text))
+		w.units = append(w.units, sourceQuantities(s.Title+" "+s.Text))
 		var ss []sentence
 		for _, t := range splitSentences(s.Text) {
 			ss = append(ss, sentence{words: contentWords(t), facts: factWords(t)})
@@ -685,6 +685,30 @@ func quantities(s string) map[string]bool {
 		}
 		runs := digitRuns(num)
 		out[runs[len(runs)-1]+" "+stem(word)] = true
+	}
+	return out
+}
+
+// sourceQuantities returns what a source's numbers may count: each
+// number (its last digit run) with each of the three words after it,
+// stemmed ("23 salt-making families" → "23 salt", "23 making", "23
+// famili"), so that an answer's "23 families" stands.
+func sourceQuantities(s string) map[string]bool {
+	out := map[string]bool{}
+	fields := strings.FieldsFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != ',' && r != '.' })
+	for k, f := range fields {
+		f = strings.Trim(f, ",.")
+		if f == "" || !unicode.IsDigit([]rune(f)[0]) {
+			continue
+		}
+		runs := digitRuns(f)
+		if len(runs) == 0 {
+			continue
+		}
+		n := runs[len(runs)-1]
+		for _, next := range fields[k+1 : min(len(fields), k+4)] {
+			out[n+" "+stem(strings.ToLower(strings.Trim(next, ",.")))] = true
+		}
 	}
 	return out
 }

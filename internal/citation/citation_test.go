@@ -305,6 +305,7 @@ var reach = []Source{
 	{ID: "c3", DocumentID: "exchange", Title: "The Ostrand Exchange", Text: "The Ostrand Exchange opened in 1868. The clock tower at its north corner was added in 1899. In 1890 its school had 640 pupils. The Reach Council meets four times a year in the Exchange's upper hall."},
 	{ID: "c4", DocumentID: "marrow", Title: "Ilse Marrow", Text: "Ilse Marrow was born in Cobble Tarn in 1838. Sailors called her the Weathercock."},
 	{ID: "c5", DocumentID: "mills", Title: "Brindlecourt Mills", Text: "Brindlecourt Mills was a cotton mill on the river Lisk. It burned down in 1911."},
+	{ID: "c7", DocumentID: "coop", Title: "The Saltgrave Pan Cooperative", Text: "The Saltgrave Pan Cooperative was formed in 1897 by 23 salt-making families."},
 	{ID: "c6", DocumentID: "vesk", Title: "Jorunn Vesk", Text: "Her best-known work is the Reach Suite for brass band, first performed in 1895. She wrote four operas, of which only The Salt Wife is still staged."},
 }
 
@@ -323,6 +324,7 @@ func TestAnswerIsAboutTheQuestion(t *testing.T) {
 		{"another fact of the right source", "Who paid for the Veldor Bell?", "The Veldor Bell was cast in 1872.", true},
 		{"the question said back adds nothing", "What colour was the hull of the Calloway Wren?", "What colour was the hull of the Calloway Wren?", true},
 		{"a year with a unit is no height", "How tall is the clock tower of the Ostrand Exchange?", "The clock tower of the Ostrand Exchange is 1899 metres tall.", true},
+		{"a quantity with a word between", "How many families formed the Saltgrave Pan Cooperative?", "The cooperative was formed by 23 families.", false},
 		{"the quantity as the source has it", "How much does the Veldor Bell weigh?", "The Veldor Bell weighs 2,340 kilograms.", false},
 		{"the question's year must be in the source", "How many pupils did the Exchange's school have in 1900?", "The school had 640 pupils.", true},
 		{"the question's year in the source", "How many pupils did the Exchange's school have in 1890?", "The school had 640 pupils.", false},
