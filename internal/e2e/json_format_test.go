@@ -38,7 +38,7 @@ func TestJSONAnswersEndWithTheValue(t *testing.T) {
 			}
 		}
 		extra := map[string]any{"max_tokens": 200, "response_format": c.format}
-		out, resp := e.chat("gemma3-270m", "Give a person as JSON.", extra)
+		out, resp := e.chat("gemma3-270m", "Give a person with a name and an age as JSON.", extra)
 		if resp.StatusCode != 200 || len(out.Choices) != 1 {
 			t.Fatalf("%s: %d %+v", c.name, resp.StatusCode, out)
 		}
@@ -47,7 +47,7 @@ func TestJSONAnswersEndWithTheValue(t *testing.T) {
 			t.Fatalf("%s: %d tokens", c.name, out.Usage.CompletionTokens)
 		}
 		extra["stream"] = true
-		sresp := e.chatRaw("gemma3-270m", "Give a person as JSON.", extra)
+		sresp := e.chatRaw("gemma3-270m", "Give a person with a name and an age as JSON.", extra)
 		chunks, done := sseEvents(t, sresp.Body)
 		sresp.Body.Close()
 		text, _ := streamText(chunks)
