@@ -852,6 +852,38 @@ func (w *Writer) relates(text string, nums []int) bool {
 	if len(newFacts) == 0 && len(newWords) == 0 {
 		return false
 	}
+	// What stands beside the relation word must be the kind of thing
+	// asked for, when the sentence has one: the year of "Until what year
+	// was grain traded?", not the "opened" of a sentence about opening
+	// days; for "who", the name.
+	switch w.wants {
+	case numberAnswer, timeAnswer:
+		var fs, ws []string
+		for _, f := range newFacts {
+			if r, _ := utf8.DecodeRuneInString(f); unicode.IsDigit(r) || months[f] {
+				fs = append(fs, f)
+			}
+		}
+		for _, t := range newWords {
+			if numberWords[t] || months[t] {
+				ws = append(ws, t)
+			}
+		}
+		if len(fs)+len(ws) > 0 {
+			newFacts, newWords = fs, ws
+		}
+	case nameAnswer:
+		// The name may open the sentence, where facts does not read
+		// capitals ("Pavo Oskari founded it.").
+		if f := strings.FieldsFunc(text, notWordRune); len(f) > 0 {
+			if r, _ := utf8.DecodeRuneInString(f[0]); unicode.IsUpper(r) && !stopwords[strings.ToLower(f[0])] && !w.qfacts[strings.ToLower(f[0])] {
+				newFacts = append(newFacts, strings.ToLower(f[0]))
+			}
+		}
+		if len(newFacts) > 0 {
+			newWords = nil
+		}
+	}
 	// A question about a year or a count ("in 1900") is answered from a
 	// source that has that number.
 	for _, f := range digitFacts(w.opts.Question) {

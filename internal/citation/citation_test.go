@@ -302,10 +302,11 @@ func TestAnswerGivesWhatIsAsked(t *testing.T) {
 var reach = []Source{
 	{ID: "c1", DocumentID: "bell", Title: "The Veldor Bell", Text: "The Veldor Bell hangs in the clock tower of the Ostrand Exchange. It was cast in 1872 and weighs 2,340 kilograms. It was brought to Ostrand aboard the schooner Calloway Wren."},
 	{ID: "c2", DocumentID: "wren", Title: "The Calloway Wren", Text: "The Calloway Wren was a trading schooner. Her hull was painted green. She carried 180 tonnes of salt from Saltgrave each summer. Her longest-serving master was Captain Ilse Marrow."},
-	{ID: "c3", DocumentID: "exchange", Title: "The Ostrand Exchange", Text: "The Ostrand Exchange opened in 1868. The clock tower at its north corner was added in 1899. In 1890 its school had 640 pupils. The Reach Council meets four times a year in the Exchange's upper hall."},
+	{ID: "c3", DocumentID: "exchange", Title: "The Ostrand Exchange", Text: "The Ostrand Exchange opened in 1868. The clock tower at its north corner was added in 1899. In 1890 its school had 640 pupils. Merchants traded grain there until 1961. Today the trading floor is a covered market, open every day. The Reach Council meets four times a year in the Exchange's upper hall."},
 	{ID: "c4", DocumentID: "marrow", Title: "Ilse Marrow", Text: "Ilse Marrow was born in Cobble Tarn in 1838. Sailors called her the Weathercock."},
 	{ID: "c5", DocumentID: "mills", Title: "Brindlecourt Mills", Text: "Brindlecourt Mills was a cotton mill on the river Lisk. It burned down in 1911."},
 	{ID: "c7", DocumentID: "coop", Title: "The Saltgrave Pan Cooperative", Text: "The Saltgrave Pan Cooperative was formed in 1897 by 23 salt-making families."},
+	{ID: "c8", DocumentID: "lantern", Title: "The Oskari Lantern Company", Text: "The Oskari Lantern Company of Velmouth has made lamps since 1879. Its founder, Pavo Oskari, patented a storm lantern."},
 	{ID: "c6", DocumentID: "vesk", Title: "Jorunn Vesk", Text: "Her best-known work is the Reach Suite for brass band, first performed in 1895. She wrote four operas, of which only The Salt Wife is still staged."},
 }
 
@@ -324,6 +325,9 @@ func TestAnswerIsAboutTheQuestion(t *testing.T) {
 		{"another fact of the right source", "Who paid for the Veldor Bell?", "The Veldor Bell was cast in 1872.", true},
 		{"the question said back adds nothing", "What colour was the hull of the Calloway Wren?", "What colour was the hull of the Calloway Wren?", true},
 		{"a year with a unit is no height", "How tall is the clock tower of the Ostrand Exchange?", "The clock tower of the Ostrand Exchange is 1899 metres tall.", true},
+		{"the year asked for, not another fact's word", "Until what year was grain traded at the Ostrand Exchange?", "The Ostrand Exchange opened in 1868.", true},
+		{"the year beside the relation word", "Until what year was grain traded at the Ostrand Exchange?", "Grain was traded there until 1961.", false},
+		{"a name that opens the answer", "Who founded the Oskari Lantern Company?", "Pavo Oskari founded the Oskari Lantern Company of Velmouth.", false},
 		{"a quantity with a word between", "How many families formed the Saltgrave Pan Cooperative?", "The cooperative was formed by 23 families.", false},
 		{"the quantity as the source has it", "How much does the Veldor Bell weigh?", "The Veldor Bell weighs 2,340 kilograms.", false},
 		{"the question's year must be in the source", "How many pupils did the Exchange's school have in 1900?", "The school had 640 pupils.", true},
