@@ -134,16 +134,7 @@ func TestQ5_0Model(t *testing.T) {
 	if ti, ok := gf.Tensor("blk.0.ffn_gate.weight"); !ok || ti.Type != gguf.TypeQ5_0 {
 		t.Fatalf("blk.0.ffn_gate.weight: %+v, want a Q5_0 matrix", ti)
 	}
-	prompts := []string{
-		"The capital of France is",
-		"Water boils at a temperature of",
-		"def fibonacci(n):\n    ",
-		"Once upon a time, in a small village,",
-		"The chemical symbol for gold is",
-		"1, 2, 3, 4, 5,",
-		"Translate to German: good morning ->",
-		"The largest planet in the solar system is",
-	}
+	prompts := modelPrompts
 	var logits, hidden [2][][][]float32 // [NoRepack][n index][prompt]
 	for mi, mp := range []llamacpp.ModelParams{{}, {NoRepack: true}} {
 		m, err := llamacpp.LoadModel(path, mp)

@@ -116,16 +116,7 @@ func TestQ8_0OutputLayer(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows := int(ti.Dims[1])
-	prompts := []string{
-		"The capital of France is",
-		"Water boils at a temperature of",
-		"def fibonacci(n):\n    ",
-		"Once upon a time, in a small village,",
-		"The chemical symbol for gold is",
-		"1, 2, 3, 4, 5,",
-		"Translate to German: good morning ->",
-		"The largest planet in the solar system is",
-	}
+	prompts := modelPrompts
 	for _, mp := range []llamacpp.ModelParams{{}, {NoRepack: true}} {
 		m, err := llamacpp.LoadModel(path, mp)
 		if err != nil {
@@ -152,4 +143,17 @@ func TestQ8_0OutputLayer(t *testing.T) {
 		}
 		m.Free()
 	}
+}
+
+// modelPrompts are the prompts the whole-model kernel tests run, from
+// prose to code and counting, so that near-ties and clear leads both occur.
+var modelPrompts = []string{
+	"The capital of France is",
+	"Water boils at a temperature of",
+	"def fibonacci(n):\n    ",
+	"Once upon a time, in a small village,",
+	"The chemical symbol for gold is",
+	"1, 2, 3, 4, 5,",
+	"Translate to German: good morning ->",
+	"The largest planet in the solar system is",
 }
