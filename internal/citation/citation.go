@@ -229,7 +229,7 @@ func NewWriter(srcs []Source, o Options) *Writer {
 		w.units = append(w.units, sourceQuantities(s.Title+" "+s.Text))
 		var ss []sentence
 		for _, t := range splitSentences(s.Text) {
-			ss = append(ss, sentence{words: contentWords(t), facts: factWords(t)})
+			ss = append(ss, sentence{text: t, words: contentWords(t), facts: factWords(t)})
 		}
 		w.sents = append(w.sents, ss)
 	}
@@ -253,13 +253,13 @@ func (w *Writer) embedSources() {
 	var texts []string
 	var of []int
 	for i, s := range w.srcs {
-		for _, sent := range splitSentences(s.Text) {
+		for _, sent := range w.sents[i] {
 			if len(texts) == maxSourceSentences {
 				break
 			}
-			t := sent
+			t := sent.text
 			if s.Title != "" {
-				t = s.Title + ": " + sent
+				t = s.Title + ": " + sent.text
 			}
 			texts = append(texts, t)
 			of = append(of, i)
@@ -825,8 +825,12 @@ func (w *Writer) supportPair(cw map[string]bool, i, j int) float64 {
 	return shared / total
 }
 
-// sentence is a source sentence's content words and fact words.
-type sentence struct{ words, facts map[string]bool }
+// sentence is a source sentence: its text (embedded once), content words
+// and fact words.
+type sentence struct {
+	text         string
+	words, facts map[string]bool
+}
 
 // relates reports whether a supported sentence answers what the question
 // asks about, not just something its sources say: what the sentence adds
