@@ -37,6 +37,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/openai"
 )
 
 // topK is how many chunks an answer draws on: answers.DefaultTopK, what
@@ -387,19 +389,9 @@ func newResult(pipeline string, q question, retrieved []string) result {
 	return result{Pipeline: pipeline, QID: q.ID, Kind: q.Kind, Question: q.Question, GoldDocs: q.GoldDocs, GoldAnswers: q.Answers, Retrieved: retrieved}
 }
 
-// chatReply is the part of a chat completion both pipelines read.
-type chatReply struct {
-	Choices []struct {
-		Message struct {
-			Content string `json:"content"`
-		} `json:"message"`
-		FinishReason string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-	} `json:"usage"`
-}
+// chatReply is a chat completion as both pipelines get it (the server's
+// own response type).
+type chatReply struct{ openai.ChatCompletion }
 
 // read puts the reply's answer, finish reason and usage into r, or the
 // request's error (also a reply without choices), which it returns.
@@ -413,7 +405,9 @@ func (c *chatReply) read(r *result, err error) error {
 	}
 	r.Answer = c.Choices[0].Message.Content
 	r.Finish = c.Choices[0].FinishReason
-	r.PromptTokens, r.CompletionTokens = c.Usage.PromptTokens, c.Usage.CompletionTokens
+	if c.Usage != nil {
+		r.PromptTokens, r.CompletionTokens = c.Usage.PromptTokens, c.Usage.CompletionTokens
+	}
 	return nil
 }
 
