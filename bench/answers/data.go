@@ -120,3 +120,22 @@ func subset(qs []question, n int) []question {
 	}
 	return out
 }
+
+// only keeps the questions whose id or kind is in the comma-separated
+// list sel (all when sel is empty).
+func only(qs []question, sel string) []question {
+	if sel == "" {
+		return qs
+	}
+	want := map[string]bool{}
+	for _, s := range strings.Split(sel, ",") {
+		want[strings.TrimSpace(s)] = true
+	}
+	var out []question
+	for _, q := range qs {
+		if want[q.ID] || want[q.Kind] {
+			out = append(out, q)
+		}
+	}
+	return out
+}

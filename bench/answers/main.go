@@ -53,6 +53,7 @@ const baselinePrompt = "Answer the question using the sources below. After each 
 type config struct {
 	bin, modelsDir, model, gguf, llamaServer, data, out, label string
 	threads, slots, ctx, limit, maxTokens                      int
+	only                                                       string
 	readyTimeout, answerTimeout                                time.Duration
 }
 
@@ -71,6 +72,7 @@ func main() {
 	flag.IntVar(&c.slots, "slots", 4, "parallel sequences of each server")
 	flag.IntVar(&c.ctx, "ctx", 4096, "context tokens per sequence, each server")
 	flag.IntVar(&c.limit, "limit", 0, "ask only this many questions, spread evenly over the set (0: all)")
+	flag.StringVar(&c.only, "only", "", "ask only these questions or kinds, comma-separated (q62,q63 or two-doc)")
 	flag.IntVar(&c.maxTokens, "max-tokens", 512, "max_tokens of every request, both pipelines: ends a loop early (it still counts as one); 0: not sent, as in docs/sources.md")
 	flag.DurationVar(&c.readyTimeout, "ready-timeout", 3*time.Minute, "how long a server may take to start")
 	flag.DurationVar(&c.answerTimeout, "answer-timeout", 10*time.Minute, "how long one answer may take")
@@ -184,7 +186,10 @@ func run(ctx context.Context, c *config) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	qs = subset(qs, c.limit)
+	qs = subset(only(qs, c.only), c.limit)
+	if len(qs) == 0 {
+		return false, fmt.Errorf("-only %q names no question of the set", c.only)
+	}
 	if err := os.MkdirAll(c.out, 0o755); err != nil {
 		return false, err
 	}

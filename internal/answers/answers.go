@@ -117,12 +117,25 @@ type Answer struct {
 	Sources []citation.Source
 	svc     *Service
 	req     Request
-	w       *citation.Writer
+	// w settles the generation running now; lead is the text it is given
+	// before that generation's own (a two-hop answer's resolving
+	// sentence).
+	w    *citation.Writer
+	lead string
 	// abstain: retrieval found nothing relevant; no generation is needed.
 	abstain bool
-	// retry is the second try when the first answers nothing (see
-	// Settle); nil when there is none.
-	retry *inference.CompletionRequest
+	// next are the later tries, in order, when a try answers nothing (see
+	// Settle).
+	next []attempt
+}
+
+// attempt is one try at an answer: its generation, the writer that
+// settles it (tries over the same sources share one), and the text that
+// leads it.
+type attempt struct {
+	chat inference.CompletionRequest
+	w    *citation.Writer
+	lead string
 }
 
 // Prepare gathers the sources and builds the generation: the sources as
@@ -133,7 +146,7 @@ func (s *Service) Prepare(ctx context.Context, req Request) (*Answer, error) {
 	if req.Param == "" {
 		req.Param = "sources"
 	}
-	found, err := s.gather(ctx, req)
+	cols, found, err := s.gather(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -143,16 +156,6 @@ func (s *Service) Prepare(ctx context.Context, req Request) (*Answer, error) {
 	if abstainText == "" {
 		abstainText = citation.DefaultAbstainText
 	}
-	a := &Answer{svc: s, req: req}
-	if req.Cite || req.Grounded {
-		srcs, relevant := pick(found, f.MaxSources)
-		a.Sources = srcs
-		a.abstain = req.Cite && !req.NoAbstain && !relevant
-		chat = f.request(req.Chat, srcs, abstainText)
-		if req.Cite && !req.NoAbstain && !a.abstain && !chat.Logprobs && len(chat.Tools) == 0 {
-			a.retry = f.focused(req.Chat, srcs, abstainText, Question(req.Chat.Messages))
-		}
-	}
 	o := citation.Options{Cite: req.Cite, Abstain: !req.NoAbstain, AbstainText: abstainText, Question: Question(req.Chat.Messages), Context: ctx}
 	if model := s.embeddingModel(found); req.Cite && s.Embed != nil && model != "" {
 		o.Embed = func(ctx context.Context, texts []string) ([][]float32, error) {
@@ -160,8 +163,34 @@ func (s *Service) Prepare(ctx context.Context, req Request) (*Answer, error) {
 			return res.Embeddings, err
 		}
 	}
+	a := &Answer{svc: s, req: req}
+	var hop *attempt
+	if req.Cite || req.Grounded {
+		srcs, relevant := pick(found, f.MaxSources)
+		a.Sources = srcs
+		a.abstain = req.Cite && !req.NoAbstain && !relevant
+		chat = f.request(req.Chat, srcs, abstainText)
+		// Further tries replace an answer that answers nothing, which
+		// only an answer that may abstain can tell; a caller's tools or
+		// logprobs are about one generation.
+		if req.Cite && !req.NoAbstain && !a.abstain && !chat.Logprobs && len(chat.Tools) == 0 {
+			if r := f.focused(req.Chat, srcs, abstainText, Question(req.Chat.Messages)); r != nil {
+				a.next = append(a.next, attempt{chat: *r})
+			}
+			hop = s.hop(ctx, req, f, cols, found, o, abstainText)
+		}
+	}
 	a.Chat = chat
 	a.w = citation.NewWriter(a.Sources, o)
+	for i := range a.next {
+		a.next[i].w = a.w
+	}
+	if hop != nil {
+		// The two-hop answer first; the question as asked if it answers
+		// nothing.
+		a.next = append([]attempt{{chat: a.Chat, w: a.w}}, a.next...)
+		a.Chat, a.w, a.lead = hop.chat, hop.w, hop.lead
+	}
 	return a, nil
 }
 
@@ -207,23 +236,25 @@ func pick(found []found, max int) ([]citation.Source, bool) {
 
 // Settle returns the answer's generation st with its text settled: the
 // markers written, a guess held back, and at the end what was held (or
-// the abstain text). When the first generation answers nothing — no
-// sentence a source supports gives what the question asks — and the
-// client has seen none of it, the model is asked once more with only the
-// sources' sentences about the question (a small model that missed the
-// answer in four whole chunks often finds it among a few sentences):
-// again starts that generation, and the usage reported is both
-// generations'. The retry abstains like the first when it answers
-// nothing.
+// the abstain text). When a generation answers nothing — no sentence a
+// source supports gives what the question asks — and the client has seen
+// none of it, the next try runs: for a question that names what it asks
+// about through a description (see hop), first the two-hop answer, then
+// the question as asked; then once more with only the sources' sentences
+// about the question (a small model that missed the answer in four whole
+// chunks often finds it among a few sentences). again starts a try's
+// generation, and the usage reported is all the tries'. The last try
+// abstains like the first when it answers nothing.
 func (a *Answer) Settle(st inference.Stream, again func(inference.CompletionRequest) (inference.Stream, error)) inference.Stream {
-	return &settled{a: a, st: st, again: again}
+	return &settled{a: a, st: st, again: again, lead: a.lead}
 }
 
 type settled struct {
 	a     *Answer
 	st    inference.Stream
 	again func(inference.CompletionRequest) (inference.Stream, error)
-	used  *inference.Usage // the first generation's, when retried
+	used  inference.Usage // the earlier tries'
+	lead  string          // not yet written
 }
 
 func (s *settled) Recv() (inference.Event, error) {
@@ -232,23 +263,34 @@ func (s *settled) Recv() (inference.Event, error) {
 		if err != nil {
 			return ev, err
 		}
+		if s.lead != "" {
+			ev.Text = s.lead + " " + strings.TrimLeft(ev.Text, " ")
+			s.lead = ""
+		}
 		ev.Text = s.a.w.Write(ev.Text)
 		if !ev.Done {
 			return ev, nil
 		}
 		tail := s.a.w.Flush()
-		if r := s.a.retry; r != nil && s.again != nil && s.a.w.AbstainedUnseen() {
-			s.a.retry = nil
-			if st, err := s.again(*r); err == nil {
+		if s.again != nil && len(s.a.next) > 0 && s.a.w.AbstainedUnseen() {
+			next := s.a.next[0]
+			s.a.next = s.a.next[1:]
+			if st, err := s.again(next.chat); err == nil {
 				s.st.Close()
-				s.st, s.used = st, ev.Usage
+				s.st = st
+				if ev.Usage != nil {
+					s.used.PromptTokens += ev.Usage.PromptTokens
+					s.used.CompletionTokens += ev.Usage.CompletionTokens
+					s.used.CachedTokens += ev.Usage.CachedTokens
+				}
+				s.a.w, s.lead = next.w, next.lead
 				s.a.w.Reset()
 				continue
 			}
-			// The first generation's abstention stands.
+			// This try's abstention stands.
 		}
 		ev.Text += tail
-		if s.used != nil && ev.Usage != nil {
+		if ev.Usage != nil && s.used != (inference.Usage{}) {
 			u := *ev.Usage
 			u.PromptTokens += s.used.PromptTokens
 			u.CompletionTokens += s.used.CompletionTokens
@@ -319,16 +361,16 @@ type found struct {
 // question in the named collections (the team's default collection when
 // citations are asked for and no sources are named), then the inline
 // documents.
-func (s *Service) gather(ctx context.Context, req Request) ([]found, error) {
+func (s *Service) gather(ctx context.Context, req Request) ([]sources.Collection, []found, error) {
 	if !req.Cite && !req.Grounded {
-		return nil, nil
+		return nil, nil, nil
 	}
 	p := req.Param
 	if len(req.Collections) > MaxCollections {
-		return nil, apierr.Invalid(p+".collections", fmt.Sprintf("at most %d collections", MaxCollections))
+		return nil, nil, apierr.Invalid(p+".collections", fmt.Sprintf("at most %d collections", MaxCollections))
 	}
 	if len(req.Documents) > MaxDocuments {
-		return nil, apierr.Invalid(p+".documents", fmt.Sprintf("at most %d documents", MaxDocuments))
+		return nil, nil, apierr.Invalid(p+".documents", fmt.Sprintf("at most %d documents", MaxDocuments))
 	}
 	var cols []sources.Collection
 	seen := map[string]bool{}
@@ -343,16 +385,16 @@ func (s *Service) gather(ctx context.Context, req Request) ([]found, error) {
 		}
 		if err != nil {
 			if errors.Is(err, sources.ErrNotFound) {
-				return nil, &apierr.Error{Code: apierr.NotFound, Param: fmt.Sprintf("%s.collections[%d]", p, i), Message: fmt.Sprintf("no collection %q", id), Err: err}
+				return nil, nil, &apierr.Error{Code: apierr.NotFound, Param: fmt.Sprintf("%s.collections[%d]", p, i), Message: fmt.Sprintf("no collection %q", id), Err: err}
 			}
-			return nil, err
+			return nil, nil, err
 		}
 		cols = append(cols, c)
 	}
 	if len(req.Collections) == 0 && len(req.Documents) == 0 {
 		all, err := s.Store.ListCollections(ctx, req.TeamID)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, c := range all {
 			if c.Name == DefaultCollectionName {
@@ -360,41 +402,35 @@ func (s *Service) gather(ctx context.Context, req Request) ([]found, error) {
 			}
 		}
 		if len(cols) == 0 {
-			return nil, apierr.Invalid(p, fmt.Sprintf("no '%s' given and your team has no collection named %q: name collections or documents in '%s', or create that collection", p, DefaultCollectionName, p))
+			return nil, nil, apierr.Invalid(p, fmt.Sprintf("no '%s' given and your team has no collection named %q: name collections or documents in '%s', or create that collection", p, DefaultCollectionName, p))
 		}
 	}
 	var out []found
 	if len(cols) > 0 {
-		o := req.Search
-		if o.TopK == 0 {
-			o.TopK = DefaultTopK
-		}
+		o := s.searchOptions(req)
 		query := Question(req.Chat.Messages)
 		if strings.TrimSpace(query) == "" {
-			return nil, apierr.Invalid("messages", "an answer with sources needs a user message to search with")
+			return nil, nil, apierr.Invalid("messages", "an answer with sources needs a user message to search with")
 		}
 		hits, err := s.Store.Search(ctx, cols, query, o)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		models := map[string]string{}
 		for _, c := range cols {
 			models[c.ID] = c.EmbeddingModel
 		}
 		for _, h := range hits {
-			ref := ChunkRef(h.Chunk.ID)
-			out = append(out, found{retrieved: true, vector: h.Vector, model: models[h.Chunk.CollectionID],
-				src: citation.Source{ID: ref, CollectionID: h.Chunk.CollectionID, DocumentID: h.Chunk.DocumentID, ChunkID: ref,
-					Title: h.Document.Title, URL: h.Document.URL, Text: h.Chunk.Text}})
+			out = append(out, found{retrieved: true, vector: h.Vector, model: models[h.Chunk.CollectionID], src: hitSource(h)})
 		}
 	}
 	for i, d := range req.Documents {
 		param := fmt.Sprintf("%s.documents[%d]", p, i)
 		if strings.TrimSpace(d.Text) == "" {
-			return nil, apierr.Invalid(param+".text", "a document needs non-empty 'text'")
+			return nil, nil, apierr.Invalid(param+".text", "a document needs non-empty 'text'")
 		}
 		if len(d.Text) > MaxDocumentChars {
-			return nil, apierr.Invalid(param+".text", fmt.Sprintf("a document's text is limited to %d bytes; upload longer ones to a collection", MaxDocumentChars))
+			return nil, nil, apierr.Invalid(param+".text", fmt.Sprintf("a document's text is limited to %d bytes; upload longer ones to a collection", MaxDocumentChars))
 		}
 		id := d.ID
 		if id == "" {
@@ -402,5 +438,21 @@ func (s *Service) gather(ctx context.Context, req Request) ([]found, error) {
 		}
 		out = append(out, found{src: citation.Source{ID: id, DocumentID: id, Title: d.Title, URL: d.URL, Text: d.Text}})
 	}
-	return out, nil
+	return cols, out, nil
+}
+
+// searchOptions are the request's search options (TopK 0: DefaultTopK).
+func (s *Service) searchOptions(req Request) sources.SearchOptions {
+	o := req.Search
+	if o.TopK == 0 {
+		o.TopK = DefaultTopK
+	}
+	return o
+}
+
+// hitSource is a retrieved chunk as a source.
+func hitSource(h sources.Hit) citation.Source {
+	ref := ChunkRef(h.Chunk.ID)
+	return citation.Source{ID: ref, CollectionID: h.Chunk.CollectionID, DocumentID: h.Chunk.DocumentID, ChunkID: ref,
+		Title: h.Document.Title, URL: h.Document.URL, Text: h.Chunk.Text}
 }

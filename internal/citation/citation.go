@@ -1300,3 +1300,7 @@ var stopwords = func() map[string]bool {
 	}
 	return m
 }()
+
+// Sentences cuts a source's text into sentences as attribution does (at
+// final punctuation followed by white space, and at line breaks).
+func Sentences(text string) []string { return splitSentences(text) }

@@ -402,3 +402,47 @@ func TestCitationsHoldFacts(t *testing.T) {
 		}
 	}
 }
+
+// TestTwoHopAnswer asks the instruct default a question that names its
+// subject through a description ("the ship that carried the bell"): the
+// bell's document names the ship, the ship's names her captain, and a
+// second ship with another captain stands beside them. Each search
+// returns one chunk (top_k 1), so the captain is found only by searching
+// again for the ship. The answer names the right captain and cites both
+// documents, the bell's for the sentence that resolves the ship.
+func TestTwoHopAnswer(t *testing.T) {
+	e := newEnv(t, defaultStore(t), engine.Config{CtxPerSlot: 2048})
+	colID := e.json("POST", "/v1/collections", map[string]any{"name": "default"}, 201)["id"].(string)
+	docs := map[string]string{}
+	for title, text := range map[string]string{
+		"The Veldor Bell": "The Veldor Bell hangs in the clock tower of the Ostrand Exchange. It was cast in 1872 and weighs 2,340 kilograms. The bell was too heavy for the coast road, so it was brought to Ostrand by sea aboard the schooner Calloway Wren.",
+		"Calloway Wren":   "The Calloway Wren was a two-masted schooner built at Velmouth in 1864. Her hull was painted green. Her longest-serving master was Captain Ilse Marrow, who commanded her from 1869 to 1884.",
+		"Orla Bright":     "The Orla Bright was a paddle steamer that carried passengers between Velmouth and Pellham Ness. Her last master was Captain Tobiah Quill.",
+	} {
+		docs[title] = e.json("POST", "/v1/collections/"+colID+"/documents", map[string]any{"title": title, "text": text}, 202)["id"].(string)
+	}
+	for _, d := range docs {
+		e.waitReady(colID, d)
+	}
+	// One chunk per search: the first finds the bell's, and only a second
+	// search, for the ship it names, finds her captain.
+	resp := e.request(e.key, "POST", "/v1/completions", map[string]any{"model": answerModel, "citations": true, "temperature": 0, "max_tokens": 80,
+		"sources":  map[string]any{"collections": []string{colID}, "top_k": 1},
+		"messages": []map[string]string{{"role": "user", "content": "Who captained the ship that carried the Veldor Bell to Ostrand?"}}})
+	defer resp.Body.Close()
+	var a citedAnswer
+	if err := json.NewDecoder(resp.Body).Decode(&a); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%d %v", resp.StatusCode, err)
+	}
+	answer := a.Choices[0].Message.Content
+	checkOffsets(t, answer, a)
+	cited := map[string]bool{}
+	for _, c := range a.Citations {
+		for _, s := range c.Sources {
+			cited[s.DocumentID] = true
+		}
+	}
+	if !strings.Contains(answer, "Ilse Marrow") || strings.Contains(answer, "Tobiah Quill") || !cited[docs["The Veldor Bell"]] || !cited[docs["Calloway Wren"]] {
+		t.Fatalf("answer %q cites %v; want Ilse Marrow, from the bell's and the Wren's documents (%v)", answer, cited, docs)
+	}
+}
