@@ -1,12 +1,15 @@
 // Command sovereign is Sovereign's single binary: the API server
 // (`sovereign serve`), the model runner it starts per loaded model
-// (`sovereign runner`), and model management (`sovereign models`).
+// (`sovereign runner`), the sandbox it reads PDFs in (`sovereign
+// extract`), and model management (`sovereign models`).
 package main
 
 import (
 	"context"
 	"fmt"
 	"os"
+
+	"github.com/sovereign-ai/sovereign/internal/extract"
 )
 
 const usage = `usage: sovereign <command> [flags]
@@ -17,6 +20,7 @@ commands:
   keys      create, list, revoke and rotate API keys
   audit     verify the request log's hash chain
   runner    serve one model (started by the server; not for direct use)
+  extract   read one uploaded PDF under a budget (started by the server; not for direct use)
   version   print the version
 `
 
@@ -38,6 +42,10 @@ func main() {
 		err = keysCommand(context.Background(), os.Args[2:], os.Stdout, os.Stderr)
 	case "runner":
 		err = runnerCommand(os.Args[2:], os.Stdout)
+	case "extract":
+		// The server's sandbox for hostile files (internal/extract): the
+		// request on stdin, the text as JSON on stdout.
+		err = extract.ServeChild(os.Stdin, os.Stdout)
 	case "models":
 		err = modelsCommand(context.Background(), os.Args[2:], os.Stdout, os.Stderr)
 	case "version":

@@ -217,7 +217,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 	srcs.Events = a.Bus // document.ready and document.failed
 	a.API = &httpapi.Server{
 		Models: a.Catalog, Auth: a.Keys, Keys: a.Keys, Metrics: a.Metrics, Log: log, MaxBody: cfg.MaxBodyBytes,
-		Sources: srcs, Answers: &answers.Service{Store: srcs, Embed: a.Catalog, EmbeddingModel: DefaultEmbeddingModel, AbstainText: cfg.AbstainText}, Extract: ExtractFile,
+		Sources: srcs, Answers: &answers.Service{Store: srcs, Embed: a.Catalog, EmbeddingModel: DefaultEmbeddingModel, AbstainText: cfg.AbstainText}, Extract: Extractor(exeOf(ec), extract.Budget{Time: cfg.ExtractTimeout, Memory: cfg.ExtractMemory}),
 		DefaultEmbeddingModel: DefaultEmbeddingModel, DefaultRerankModel: a.RerankModel,
 		Responses: a.DB, Records: a.Records, RecordStore: a.DB, Limits: a.Limits, Policies: a.Policies, Capture: capture,
 		Events: a.Bus, Stop: a.shuttingDown,
@@ -440,9 +440,31 @@ func DefaultRerankModel(configured string, list []catalog.Model) (id, why string
 	return "", ""
 }
 
-// ExtractFile reads an uploaded file.
-func ExtractFile(name, contentType string, data []byte) (text, title, format string, err error) {
-	d, err := extract.Extract(name, contentType, data)
+// Extractor reads uploaded files, PDFs in a child process (`exe extract`)
+// under budget b (zero fields: extract's defaults), so that a hostile file can neither loop
+// for ever nor exhaust the server's memory; exe "" reads them in process.
+func Extractor(exe string, b extract.Budget) func(ctx context.Context, name, contentType string, data []byte) (text, title, format string, err error) {
+	sb := extract.Sandbox{Budget: b}
+	if exe != "" {
+		sb.Command = []string{exe, "extract"}
+	}
+	return func(ctx context.Context, name, contentType string, data []byte) (string, string, string, error) {
+		return extractFile(sb.Extract(ctx, name, contentType, data))
+	}
+}
+
+// exeOf is the sovereign binary the engine starts runners from, which
+// also reads PDFs for it.
+func exeOf(ec engine.Config) string {
+	if ec.Exe != "" {
+		return ec.Exe
+	}
+	exe, _ := os.Executable()
+	return exe
+}
+
+// extractFile classifies an extraction's result: a file over a limit is a 413.
+func extractFile(d extract.Document, err error) (text, title, format string, _ error) {
 	if err != nil {
 		if errors.Is(err, extract.ErrTooLarge) {
 			return "", "", "", apierr.New(apierr.BodyTooLarge, err.Error())

@@ -52,6 +52,11 @@ type Config struct {
 	// AbstainText is the answer with sources when the sources do not say
 	// (docs/sources.md).
 	AbstainText string `yaml:"abstain_text"`
+	// ExtractTimeout and ExtractMemory are the budget of reading one
+	// uploaded PDF, in a child process that is killed past it
+	// (docs/sources.md#uploads).
+	ExtractTimeout time.Duration `yaml:"extract_timeout"`
+	ExtractMemory  int64         `yaml:"extract_memory"`
 	// LogRetention is how long request records are kept (0: forever).
 	LogRetention time.Duration `yaml:"log_retention"`
 	// LogCheckpointInterval is how often a Merkle checkpoint of the
@@ -125,6 +130,8 @@ var settings = []setting{
 	{"ConsoleSessionIdle", "console_session_idle", "SOVEREIGN_CONSOLE_SESSION_IDLE", "12h", "how long an unused web console session (/console) lasts before signing in again"},
 	{"InstanceID", "instance_id", "SOVEREIGN_INSTANCE_ID", "", "this server's name among those sharing a PostgreSQL database, stable across restarts (default: host name and listen port)"},
 	{"AbstainText", "abstain_text", "SOVEREIGN_ABSTAIN_TEXT", "The sources do not say.", "the answer with citations when no source supports one (docs/sources.md)"},
+	{"ExtractTimeout", "extract_timeout", "SOVEREIGN_EXTRACT_TIMEOUT", "30s", "how long reading one uploaded PDF may take (in a child process, killed past it; docs/sources.md)"},
+	{"ExtractMemory", "extract_memory", "SOVEREIGN_EXTRACT_MEMORY", "2147483648", "address space the PDF reader's child process may map (bytes)"},
 	{"LogRetention", "log_retention", "SOVEREIGN_LOG_RETENTION", "0s", "how long request records are kept, e.g. 2160h (0: forever); older ones are purged hourly, the chain kept verifiable"},
 }
 
@@ -222,6 +229,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBodyBytes <= 0 {
 		return errors.New("config: max_body_bytes must be positive")
+	}
+	if c.ExtractTimeout <= 0 || c.ExtractMemory <= 0 {
+		return errors.New("config: extract_timeout and extract_memory must be positive")
 	}
 	if c.WebhookRetryWindow < 0 {
 		return errors.New("config: webhook_retry_window must not be negative")

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/engine"
 )
@@ -333,6 +334,32 @@ func TestUploadPDF(t *testing.T) {
 	hits := e.json("POST", "/v1/collections/"+colID+"/search", map[string]any{"query": "What does the lighthouse of Ostra burn?"}, 200)["data"].([]any)
 	if len(hits) == 0 || !strings.Contains(fmt.Sprint(hits[0].(map[string]any)["text"]), "copper lighthouse of Ostra") {
 		t.Fatalf("PDF text not found: %v", hits)
+	}
+}
+
+// TestUploadHostilePDF uploads a 700-byte PDF whose object stream
+// extends itself behind a #-escaped name: the reader would follow it for
+// ever; the upload answers 400 naming the time budget once it is spent,
+// and the server goes on serving uploads.
+func TestUploadHostilePDF(t *testing.T) {
+	e := newEnv(t, defaultStore(t), engine.Config{CtxPerSlot: 512})
+	colID := e.json("POST", "/v1/collections", map[string]any{"name": "reports"}, 201)["id"].(string)
+	data, err := os.ReadFile("testdata/extends-escaped.pdf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	resp, body := e.upload("/v1/collections/"+colID+"/documents", "hostile.pdf", "application/pdf", data)
+	env, _ := body["error"].(map[string]any)
+	if resp.StatusCode != 400 || env == nil || !strings.Contains(fmt.Sprint(env["message"]), "time budget of 3s") || time.Since(start) > 10*time.Second {
+		t.Fatalf("hostile PDF: %d %v after %s", resp.StatusCode, body, time.Since(start))
+	}
+	good, err := os.ReadFile("testdata/ostra.pdf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp, d := e.upload("/v1/collections/"+colID+"/documents", "ostra.pdf", "application/pdf", good); resp.StatusCode != 202 || d["format"] != "pdf" {
+		t.Fatalf("a good PDF after it: %d %v", resp.StatusCode, d)
 	}
 }
 

@@ -89,7 +89,8 @@ func newEnvFull(t testing.TB, store *models.Store, cfg engine.Config, db sovstor
 	}
 	// The application as `sovereign serve` builds it, on the test's
 	// database, model store and engine settings.
-	a, err := app.New(context.Background(), config.Config{Models: specs}, app.Options{DB: db, Models: store, Engine: &cfg, CatalogRefresh: -1,
+	// A short PDF budget: the hostile-file tests wait for it.
+	a, err := app.New(context.Background(), config.Config{Models: specs, ExtractTimeout: 3 * time.Second}, app.Options{DB: db, Models: store, Engine: &cfg, CatalogRefresh: -1,
 		DurableURL: filepath.Join(t.TempDir(), "durable.db")})
 	if err != nil {
 		t.Fatal(err)

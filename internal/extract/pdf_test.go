@@ -376,7 +376,13 @@ func TestPDFOpenHexString(t *testing.T) {
 
 // objStmPDF is a PDF 1.5 with a cross-reference stream whose page tree
 // root, object 2, is stored in a compressed object stream as pages.
-func objStmPDF(pages string) []byte {
+func objStmPDF(pages string) []byte { return objStmPDFDict(pages, "/Type /ObjStm /N 1", 2) }
+
+// objStmPDFDict is objStmPDF with the object stream's dictionary entries
+// (less /First) given, and the number the stream gives the object it
+// holds (not 2: object 2 is not found in it, and a reader looks for it in
+// the stream it /Extends).
+func objStmPDFDict(pages, dict string, id int) []byte {
 	var b bytes.Buffer
 	b.WriteString("%PDF-1.5\n")
 	offsets := map[int]int{}
@@ -385,8 +391,8 @@ func objStmPDF(pages string) []byte {
 		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", n, body)
 	}
 	obj(1, "<< /Type /Catalog /Pages 2 0 R >>")
-	header := "2 0 "
-	obj(3, flateStream(header+pages, fmt.Sprintf("/Type /ObjStm /N 1 /First %d ", len(header))))
+	header := fmt.Sprintf("%d 0 ", id)
+	obj(3, flateStream(header+pages, fmt.Sprintf("%s /First %d ", dict, len(header))))
 	obj(4, "<< /Type /Page /Parent 2 0 R /Resources << /Font << /F1 5 0 R >> >> /Contents 6 0 R >>")
 	obj(5, helvetica)
 	obj(6, stream("BT /F1 12 Tf 72 720 Td (From an object stream.) Tj ET"))

@@ -35,8 +35,8 @@ type Sources interface {
 
 // Extractor turns an uploaded file into text: its title (if it has one)
 // and format. Errors should say plainly why a file cannot be read; they
-// become 400s.
-type Extractor func(name, contentType string, data []byte) (text, title, format string, err error)
+// become 400s. ctx is the upload's: a client that leaves ends the work.
+type Extractor func(ctx context.Context, name, contentType string, data []byte) (text, title, format string, err error)
 
 // CollectionObject is the API's collection.
 type CollectionObject struct {
@@ -296,7 +296,7 @@ func (s *Server) uploadedDocument(r *http.Request) (sources.Document, error) {
 	if data == nil {
 		return d, apierr.Invalid("file", "the multipart body has no 'file' part")
 	}
-	text, title, format, err := s.Extract(name, ctype, data)
+	text, title, format, err := s.Extract(r.Context(), name, ctype, data)
 	if err != nil {
 		if e := (*apierr.Error)(nil); errors.As(err, &e) {
 			return d, err // the extractor's own status (413 for a file over its limits)

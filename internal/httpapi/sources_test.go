@@ -153,7 +153,7 @@ func TestUploadKeepsExtractorStatus(t *testing.T) {
 	defer func() { fakeModels = fakeModels[:len(fakeModels)-1] }()
 	s := &Server{Models: fakeCatalog{}, Sources: &memSources{cols: map[string]sources.Collection{}, docs: map[string]sources.Document{}},
 		DefaultEmbeddingModel: "all-minilm-l6-v2",
-		Extract: func(name, _ string, _ []byte) (string, string, string, error) {
+		Extract: func(_ context.Context, name, _ string, _ []byte) (string, string, string, error) {
 			if name == "huge.pdf" {
 				return "", "", "", apierr.New(apierr.BodyTooLarge, "the PDF has more than 2000 pages")
 			}
