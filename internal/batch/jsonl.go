@@ -146,8 +146,8 @@ func (o *ScanOptions) defaults() {
 // with ParseLine and that no custom_id repeats, and calls each with every
 // request in order (nil: none). Blank lines are skipped; line numbers
 // count them. It returns the file's size and number of requests. Errors:
-// *LineProblem for the first bad line (or a file that is too large or
-// holds no request, Line 0), each's error, or r's.
+// *TooLargeError past o.MaxBytes, *LineProblem for the first bad line (or
+// a file that holds no request, Line 0), each's error, or r's.
 func Scan(r io.Reader, o ScanOptions, each func(line int, req Request) error) (size int64, n int, err error) {
 	o.defaults()
 	cr := &countingReader{r: r, max: o.MaxBytes}
@@ -165,6 +165,10 @@ func Scan(r io.Reader, o ScanOptions, each func(line int, req Request) error) (s
 		}
 		req, err := ParseLine(b)
 		if err != nil {
+			if cr.over {
+				// The scanner hands out the line the limit cut in two.
+				return cr.n, n, &TooLargeError{Limit: o.MaxBytes}
+			}
 			return cr.n, n, &LineProblem{Line: line, Message: err.Error()}
 		}
 		d := sha256.Sum256([]byte(req.CustomID))
@@ -189,7 +193,7 @@ func Scan(r io.Reader, o ScanOptions, each func(line int, req Request) error) (s
 		case errors.Is(err, bufio.ErrTooLong):
 			return cr.n, n, &LineProblem{Line: line + 1, Message: fmt.Sprintf("longer than %d bytes, the most a request may have", o.MaxLine)}
 		case errors.Is(err, errTooLarge):
-			return cr.n, n, &LineProblem{Message: fmt.Sprintf("the file is larger than %d bytes", o.MaxBytes)}
+			return cr.n, n, &TooLargeError{Limit: o.MaxBytes}
 		}
 		return cr.n, n, err
 	}
@@ -201,17 +205,27 @@ func Scan(r io.Reader, o ScanOptions, each func(line int, req Request) error) (s
 
 var errTooLarge = errors.New("file too large")
 
+// TooLargeError is a batch input file over its size limit (a 413, not a
+// problem of the line the limit happened to cut).
+type TooLargeError struct{ Limit int64 }
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("the file is larger than %d bytes, the most a batch input file may have", e.Limit)
+}
+
 // countingReader counts what it reads and fails past max bytes.
 type countingReader struct {
-	r   io.Reader
-	n   int64
-	max int64
+	r    io.Reader
+	n    int64
+	max  int64
+	over bool
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	k, err := c.r.Read(p)
 	c.n += int64(k)
 	if c.n > c.max {
+		c.over = true
 		return k, errTooLarge
 	}
 	return k, err

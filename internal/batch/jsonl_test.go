@@ -87,8 +87,13 @@ func TestScan(t *testing.T) {
 	if lp := problem(long, ScanOptions{MaxLine: 150}); lp.Line != 2 || !strings.Contains(lp.Message, "longer than 150 bytes") {
 		t.Errorf("long line: %v", lp)
 	}
-	if lp := problem(long, ScanOptions{MaxBytes: 100}); !strings.Contains(lp.Message, "larger than 100 bytes") {
-		t.Errorf("large file: %v", lp)
+	// Too large is the file's size, wherever the limit cuts a line.
+	for _, max := range []int64{100, int64(len(long)) - 5} {
+		var tl *TooLargeError
+		if _, _, err := Scan(strings.NewReader(long), ScanOptions{MaxBytes: max}, nil); !errors.As(err, &tl) || tl.Limit != max ||
+			!strings.Contains(err.Error(), fmt.Sprintf("larger than %d bytes", max)) {
+			t.Errorf("large file, limit %d: %v", max, err)
+		}
 	}
 	three := line("a", "/v1/embeddings") + "\n" + line("b", "/v1/embeddings") + "\n" + line("c", "/v1/embeddings")
 	if lp := problem(three, ScanOptions{MaxLines: 2}); lp.Line != 3 || !strings.Contains(lp.Message, "at most 2 requests") {

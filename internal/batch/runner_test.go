@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -288,6 +289,26 @@ func TestBatchRuns(t *testing.T) {
 
 // TestBatchFailsOnAnotherURL: a line whose url is not the batch's endpoint
 // fails the batch at validation, naming the line; nothing runs.
+// TestUploadOverTheLimit: a file over the size limit is refused as too
+// large, not as a bad line where the limit cut it, and nothing is kept.
+func TestUploadOverTheLimit(t *testing.T) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	content := chatLines(20)
+	svc := batch.New(batch.Config{Store: st, MaxFileBytes: int64(len(content)) - 30})
+	_, err = svc.Upload(context.Background(), "team_a", "in.jsonl", strings.NewReader(content))
+	var tl *batch.TooLargeError
+	if !errors.As(err, &tl) || tl.Limit != int64(len(content))-30 {
+		t.Fatalf("upload over the limit: %v", err)
+	}
+	if files, _, err := svc.Files(context.Background(), batch.FileFilter{TeamID: "team_a", Limit: 10}); err != nil || len(files) != 0 {
+		t.Fatalf("kept: %+v, %v", files, err)
+	}
+}
+
 func TestBatchFailsOnAnotherURL(t *testing.T) {
 	api := newFakeAPI()
 	r := newRig(t, "", api)

@@ -26,6 +26,8 @@ type Config struct {
 	// MaxLine bounds one line of an input file, in bytes: the API's
 	// request body limit (default 8 MiB).
 	MaxLine int
+	// MaxFileBytes bounds an input file (default MaxFileBytes).
+	MaxFileBytes int64
 	// Concurrency bounds the lines this server runs at a time, across its
 	// batches (default 4: a local model's slots).
 	Concurrency int
@@ -68,7 +70,7 @@ func New(cfg Config) *Service {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 4
 	}
-	s := &Service{store: cfg.Store, events: cfg.Events, log: cfg.Log, now: cfg.Now, scan: ScanOptions{MaxLine: cfg.MaxLine},
+	s := &Service{store: cfg.Store, events: cfg.Events, log: cfg.Log, now: cfg.Now, scan: ScanOptions{MaxLine: cfg.MaxLine, MaxBytes: cfg.MaxFileBytes},
 		lines: make(chan struct{}, cfg.Concurrency), ready: make(chan struct{}), stepLines: 1024, poll: time.Second}
 	s.scan.defaults()
 	return s
@@ -87,7 +89,7 @@ func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 // Upload stores an input file of purpose "batch" for team, streaming r to
 // the store in pieces while checking it line by line (Scan), so that a
 // 200 MB file never sits in memory. Errors: *InvalidError (param "file")
-// naming the first bad line, or the store's.
+// naming the first bad line, *TooLargeError, or the store's.
 func (s *Service) Upload(ctx context.Context, teamID, filename string, r io.Reader) (File, error) {
 	f := File{ID: newID("file-"), TeamID: teamID, Filename: cleanFilename(filename), Purpose: PurposeBatch, Status: FileUploading,
 		CreatedAt: s.now().UTC()}

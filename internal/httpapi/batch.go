@@ -58,7 +58,10 @@ func batchError(err error, what, id string) error {
 	var inv *batch.InvalidError
 	var conflict *batch.ConflictError
 	var maxErr *http.MaxBytesError
+	var tooLarge *batch.TooLargeError
 	switch {
+	case errors.As(err, &tooLarge):
+		return &apierr.Error{Code: apierr.BodyTooLarge, Param: "file", Message: tooLarge.Error()}
 	case errors.Is(err, batch.ErrNotFound):
 		return &apierr.Error{Code: apierr.NotFound, Message: fmt.Sprintf("no %s %q", what, id), Err: err}
 	case errors.As(err, &inv):
