@@ -143,6 +143,10 @@ func TestKeysAPIOnSQLiteAndPostgres(t *testing.T) {
 			if code, body := call(newKey, "POST", "/v1/chat/completions", chat); code != 401 || errCode(body) != "invalid_api_key" {
 				t.Fatalf("revoked key: %d %v", code, body)
 			}
+			// A revoked key has no successor to give: 409, not 500.
+			if code, body := call(admin, "POST", "/v1/keys/"+rot["id"].(string)+"/rotate", nil); code != 409 || errCode(body) != "conflict" {
+				t.Fatalf("rotating a revoked key: %d %v", code, body)
+			}
 			// Rotate with grace 0: the old key ends at once.
 			code, now := call(admin, "POST", "/v1/keys", map[string]any{"name": "now", "scopes": []string{"inference"}})
 			if code != 201 {
@@ -165,6 +169,9 @@ func TestKeysAPIOnSQLiteAndPostgres(t *testing.T) {
 			time.Sleep(1500 * time.Millisecond)
 			if code, body := call(short["key"].(string), "POST", "/v1/chat/completions", chat); code != 401 {
 				t.Fatalf("expired key: %d %v", code, body)
+			}
+			if code, body := call(admin, "POST", "/v1/keys/"+short["id"].(string)+"/rotate", nil); code != 409 || errCode(body) != "conflict" {
+				t.Fatalf("rotating an expired key: %d %v", code, body)
 			}
 			if code, _ := call(admin, "POST", "/v1/keys", map[string]any{"name": "x", "scopes": []string{"root"}}); code != 400 {
 				t.Fatalf("unknown scope accepted: %d", code)

@@ -112,6 +112,12 @@ func adminError(err error, what string) error {
 		return &apierr.Error{Code: apierr.NotFound, Message: "no " + what, Err: err}
 	case errors.Is(err, auth.ErrAlreadyRotated):
 		return &apierr.Error{Code: apierr.Conflict, Message: what + " has already been rotated", Err: err}
+	case errors.Is(err, auth.ErrRevokedKey):
+		// Rotating gives a working key its successor; a revoked one has
+		// none to give (create a new key instead).
+		return &apierr.Error{Code: apierr.Conflict, Message: what + " has been revoked and cannot be rotated; create a new key", Err: err}
+	case errors.Is(err, auth.ErrExpiredKey):
+		return &apierr.Error{Code: apierr.Conflict, Message: what + " has expired and cannot be rotated; create a new key", Err: err}
 	case errors.Is(err, auth.ErrConflict):
 		return &apierr.Error{Code: apierr.Conflict, Message: what + " already exists", Err: err}
 	}
