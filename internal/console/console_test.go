@@ -272,11 +272,24 @@ func TestSignInRefusals(t *testing.T) {
 	if r := b.get("/console/models"); r.status != http.StatusForbidden {
 		t.Errorf("models page for a console-only key: %d", r.status)
 	}
-	// A next= outside the console is ignored.
-	page := b.get("/console/signin")
-	r := b.post("/console/signin", url.Values{"csrf_token": {csrfOf(t, page.body)}, "api_key": {consoleOnly}, "next": {"//evil.example/"}})
-	if r.header.Get("Location") != "/console/" {
-		t.Errorf("open redirect: %q", r.header.Get("Location"))
+	// A next= outside the console is ignored, however it is spelt; one
+	// inside it is kept, dot segments resolved.
+	for next, want := range map[string]string{
+		"//evil.example/":                  "/console/",
+		"/console/../../evil":              "/console/",
+		"/console/%2e%2e/%2e%2e/evil":      "/console/",
+		"/console/./../evil":               "/console/",
+		"https://evil.example/console/":    "/console/",
+		"/console/\\evil.example":          "/console/",
+		"/console/api/keys":                "/console/",
+		"/console/models/../keys?after=k1": "/console/keys?after=k1",
+		"/console/logs":                    "/console/logs",
+	} {
+		page := b.get("/console/signin")
+		r := b.post("/console/signin", url.Values{"csrf_token": {csrfOf(t, page.body)}, "api_key": {consoleOnly}, "next": {next}})
+		if r.header.Get("Location") != want {
+			t.Errorf("next=%q: redirected to %q, want %q", next, r.header.Get("Location"), want)
+		}
 	}
 }
 

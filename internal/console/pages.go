@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,11 +46,22 @@ func (c *Console) signinForm(w http.ResponseWriter, r *http.Request, status int,
 
 // safeNext keeps a post-sign-in target inside the console.
 func safeNext(n string) string {
-	if n == "" || !strings.HasPrefix(n, Prefix+"/") || strings.HasPrefix(n, "//") || strings.Contains(n, "\\") ||
-		strings.HasPrefix(n, Prefix+"/api/") || strings.HasPrefix(n, Prefix+"/signin") {
-		return Prefix + "/"
+	home := Prefix + "/"
+	u, err := url.Parse(n)
+	if n == "" || err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" ||
+		!strings.HasPrefix(n, "/") || strings.HasPrefix(n, "//") || strings.Contains(n, "\\") {
+		return home
 	}
-	return n
+	// The path as the browser will resolve it: http.Redirect (and the
+	// browser) resolve dot segments, so "/console/../../evil" is "/evil".
+	p := path.Clean(u.Path)
+	if strings.HasSuffix(u.Path, "/") && p != "/" {
+		p += "/"
+	}
+	if !strings.HasPrefix(p, home) || strings.HasPrefix(p, Prefix+"/api/") || strings.HasPrefix(p, Prefix+"/signin") {
+		return home
+	}
+	return (&url.URL{Path: p, RawQuery: u.RawQuery}).String()
 }
 
 // signin checks the key typed in (it must hold console or admin) and
