@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/answers"
@@ -32,6 +34,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/limits"
 	"github.com/sovereign-ai/sovereign/internal/metrics"
 	"github.com/sovereign-ai/sovereign/internal/models"
+	"github.com/sovereign-ai/sovereign/internal/outbound"
 	"github.com/sovereign-ai/sovereign/internal/policy"
 	"github.com/sovereign-ai/sovereign/internal/records"
 	"github.com/sovereign-ai/sovereign/internal/redis"
@@ -163,8 +166,13 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 	ec.Catalog, ec.Events, ec.Log = pathsOf{&a.Catalog}, a.Bus, log
 	a.Engine = engine.New(ec)
 	a.closers = append(a.closers, a.Engine.Close)
+	guard, err := upstreamGuard(cfg)
+	if err != nil {
+		return nil, err
+	}
 	a.Catalog, err = catalog.New(ctx, catalog.Config{
 		Installed: modelStore, Specs: a.DB, Configured: cfg.Models, Local: a.Engine, Events: a.Bus, Log: log, Refresh: opts.CatalogRefresh,
+		Guard: guard,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("model catalog: %w", err)
@@ -451,6 +459,29 @@ func Extractor(exe string, b extract.Budget) func(ctx context.Context, name, con
 	return func(ctx context.Context, name, contentType string, data []byte) (string, string, string, error) {
 		return extractFile(sb.Extract(ctx, name, contentType, data))
 	}
+}
+
+// upstreamGuard is the outbound client whose rules upstream models'
+// replicas are held to: public addresses, outbound_allow and
+// upstream_allow, and the hosts of the configuration file's own upstream
+// models (the operator wrote them); every private address with
+// outbound_allow_private. A key with models:write cannot point the server
+// at anything else (issue: an upstream registered at an internal address
+// was health-checked at once).
+func upstreamGuard(cfg config.Config) (*outbound.Client, error) {
+	allow := append(slices.Clone(cfg.OutboundAllow), cfg.UpstreamAllow...)
+	for _, s := range cfg.Models {
+		for _, raw := range s.URLs() {
+			if u, err := url.Parse(raw); err == nil && u.Hostname() != "" {
+				allow = append(allow, u.Hostname())
+			}
+		}
+	}
+	c, err := outbound.New(outbound.Config{Allow: allow, AllowPrivate: cfg.OutboundAllowPrivate})
+	if err != nil {
+		return nil, fmt.Errorf("upstream_allow: %w", err)
+	}
+	return c, nil
 }
 
 // exeOf is the sovereign binary the engine starts runners from, which

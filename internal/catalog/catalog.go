@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"slices"
 	"sort"
@@ -88,11 +89,21 @@ type Config struct {
 	Log        *slog.Logger
 	// Getenv reads api_key_env (default os.Getenv).
 	Getenv func(string) string
+	// Guard, when set, holds upstream replicas to the outbound rules: a
+	// model created or changed through the API must name URLs it allows,
+	// and every connection to a replica is dialled through it.
+	Guard Guard
 	// Refresh is how often installed models and stored configurations are
 	// re-read (default 15s), so that models pulled by the CLI and changes
 	// made on other replicas of the server appear.
 	Refresh time.Duration
 	Now     func() time.Time
+}
+
+// Guard checks where upstream models may point (outbound.Client).
+type Guard interface {
+	ValidateURL(ctx context.Context, rawURL string) error
+	DialContext(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // entry is one resolved model.
@@ -377,6 +388,9 @@ func remoteKey(s Spec) string {
 
 func (c *Catalog) newRemote(s Spec) (*upstream.Backend, error) {
 	cfg := upstream.Config{Model: s.ID, UpstreamModel: s.UpstreamModel, Replicas: s.URLs(), APIKey: s.APIKey, Events: c.cfg.Events, Log: c.cfg.Log}
+	if c.cfg.Guard != nil {
+		cfg.Dial = c.cfg.Guard.DialContext
+	}
 	if t := s.Timeouts; t != nil {
 		cfg.ConnectTimeout, cfg.FirstByteTimeout, cfg.IdleTimeout, cfg.Timeout = time.Duration(t.Connect), time.Duration(t.FirstByte), time.Duration(t.Idle), time.Duration(t.Total)
 	}
@@ -639,6 +653,9 @@ func (c *Catalog) Create(ctx context.Context, s Spec) (Model, error) {
 	if err := s.Normalize(); err != nil {
 		return Model{}, err
 	}
+	if err := c.checkURLs(ctx, s); err != nil {
+		return Model{}, err
+	}
 	if e := c.find(s.ID); e != nil {
 		if e.source == SourceInstalled {
 			return Model{}, fmt.Errorf("%w: %q is an installed model; PATCH it to change its settings", ErrConflict, s.ID)
@@ -665,11 +682,34 @@ func (c *Catalog) Update(ctx context.Context, id string, patch []byte) (Model, e
 	if err := s.Normalize(); err != nil {
 		return Model{}, err
 	}
+	if err := c.checkURLs(ctx, s); err != nil {
+		return Model{}, err
+	}
 	created := e.created
 	if e.source == SourceInstalled {
 		created = c.cfg.Now()
 	}
 	return c.put(ctx, s, created)
+}
+
+// checkURLs refuses a model, created or changed through the API, whose
+// replicas the guard does not allow (a *SpecError naming the field): a
+// key with models:write must not point the server at an internal address
+// the operator has not listed (upstream_allow, docs/models.md).
+func (c *Catalog) checkURLs(ctx context.Context, s Spec) error {
+	if c.cfg.Guard == nil {
+		return nil
+	}
+	for _, u := range s.URLs() {
+		field := "base_url"
+		if u != s.BaseURL {
+			field = "replicas"
+		}
+		if err := c.cfg.Guard.ValidateURL(ctx, u); err != nil {
+			return &SpecError{Field: field, Message: fmt.Sprintf("%s %q cannot be used: %v (an operator lists internal upstream hosts in upstream_allow)", field, u, err)}
+		}
+	}
+	return nil
 }
 
 func (c *Catalog) put(ctx context.Context, s Spec, created time.Time) (Model, error) {

@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"errors"
+	"net"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/gguf/testmodel"
+	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/models"
 )
 
@@ -338,3 +340,53 @@ func TestStatsWindow(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// guardFunc is a Guard from functions.
+type guardFunc struct {
+	validate func(string) error
+	dial     func(network, addr string) (net.Conn, error)
+}
+
+func (g guardFunc) ValidateURL(_ context.Context, u string) error { return g.validate(u) }
+func (g guardFunc) DialContext(_ context.Context, network, addr string) (net.Conn, error) {
+	return g.dial(network, addr)
+}
+
+// TestGuardHoldsUpstreams: a model created or patched through the API
+// must name replicas the guard allows (the refusal names the field), and
+// the replicas it allows are dialled through the guard.
+func TestGuardHoldsUpstreams(t *testing.T) {
+	c, _, _ := newCatalog(t, nil)
+	var dialled []string
+	c.cfg.Guard = guardFunc{
+		validate: func(u string) error {
+			if strings.Contains(u, "10.0.0.7") {
+				return errors.New("10.0.0.7 is a private address")
+			}
+			return nil
+		},
+		dial: func(_, addr string) (net.Conn, error) {
+			dialled = append(dialled, addr)
+			return nil, errors.New("refused in the test")
+		},
+	}
+	ctx := context.Background()
+	var se *SpecError
+	if _, err := c.Create(ctx, Spec{ID: "x", BaseURL: "http://public.example/v1", Replicas: []string{"http://10.0.0.7:8000/v1"}}); !errors.As(err, &se) || se.Field != "replicas" || !strings.Contains(se.Message, "upstream_allow") {
+		t.Fatalf("an internal replica: %v", err)
+	}
+	if _, err := c.Create(ctx, Spec{ID: "y", BaseURL: "http://public.example/v1", HealthCheckInterval: ptr(Duration(-1))}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Update(ctx, "y", []byte(`{"base_url": "http://10.0.0.7:8000/v1"}`)); !errors.As(err, &se) || se.Field != "base_url" {
+		t.Fatalf("patched to an internal replica: %v", err)
+	}
+	r, err := c.Resolve(ctx, "y")
+	if err != nil || r.Target == nil {
+		t.Fatal(r, err)
+	}
+	r.Target.Embed(ctx, inference.EmbeddingRequest{Model: "y", Input: []string{"a"}})
+	if len(dialled) == 0 || dialled[0] != "public.example:80" {
+		t.Fatalf("dialled %v, want the replica through the guard", dialled)
+	}
+}

@@ -79,6 +79,11 @@ type Config struct {
 	// (docs/outbound.md).
 	OutboundAllow        []string `yaml:"outbound_allow"`
 	OutboundAllowPrivate bool     `yaml:"outbound_allow_private"`
+	// UpstreamAllow lists the private upstream hosts (same forms as
+	// OutboundAllow) that models created through the API may point at;
+	// the upstreams of this file's own models are allowed already
+	// (docs/models.md).
+	UpstreamAllow []string `yaml:"upstream_allow"`
 	// WebhookRetryWindow is how long a webhook delivery is retried before
 	// it fails (docs/webhooks.md).
 	WebhookRetryWindow time.Duration `yaml:"webhook_retry_window"`

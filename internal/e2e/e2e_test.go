@@ -89,8 +89,10 @@ func newEnvFull(t testing.TB, store *models.Store, cfg engine.Config, db sovstor
 	}
 	// The application as `sovereign serve` builds it, on the test's
 	// database, model store and engine settings.
-	// A short PDF budget: the hostile-file tests wait for it.
-	a, err := app.New(context.Background(), config.Config{Models: specs, ExtractTimeout: 3 * time.Second}, app.Options{DB: db, Models: store, Engine: &cfg, CatalogRefresh: -1,
+	// A short PDF budget: the hostile-file tests wait for it. The mock
+	// upstreams the tests register through the API listen on loopback.
+	a, err := app.New(context.Background(), config.Config{Models: specs, ExtractTimeout: 3 * time.Second,
+		UpstreamAllow: []string{"127.0.0.1", "::1", "localhost"}}, app.Options{DB: db, Models: store, Engine: &cfg, CatalogRefresh: -1,
 		DurableURL: filepath.Join(t.TempDir(), "durable.db")})
 	if err != nil {
 		t.Fatal(err)

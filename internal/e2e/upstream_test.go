@@ -365,6 +365,23 @@ func TestModelAdminAliasesLimitsDeprecation(t *testing.T) {
 	if env := readError(t, resp); resp.StatusCode != 400 || env.Error.Param == nil || *env.Error.Param != "base_url" {
 		t.Fatalf("bad url: %d %+v", resp.StatusCode, env)
 	}
+	// A models:write key cannot point the server at an internal address
+	// the operator has not listed (loopback is listed in these tests), nor
+	// at a cloud metadata endpoint; the replica's field is named.
+	for _, body := range []map[string]any{
+		{"base_url": "http://10.0.0.7:8000/v1"},
+		{"base_url": "http://169.254.169.254/latest"},
+		{"base_url": a.BaseURL(), "replicas": []string{"http://192.168.1.20:8000/v1"}},
+	} {
+		resp = e.request(e.key, http.MethodPost, "/v1/models/internal", body)
+		env := readError(t, resp)
+		if resp.StatusCode != 400 || env.Error.Param == nil || !strings.Contains(env.Error.Message, "upstream_allow") {
+			t.Fatalf("an internal upstream %v: %d %+v", body, resp.StatusCode, env)
+		}
+	}
+	if resp := patch("remote", map[string]any{"base_url": "http://10.0.0.7:8000/v1"}); resp.StatusCode != 400 {
+		t.Fatalf("patched to an internal upstream: %d", resp.StatusCode)
+	}
 	resp = e.request(e.key, http.MethodPost, "/v1/models/x3", map[string]any{"base_url": a.BaseURL(), "colour": "red"})
 	if env := readError(t, resp); resp.StatusCode != 400 || env.Error.Param == nil || *env.Error.Param != "colour" {
 		t.Fatalf("unknown field: %d %+v", resp.StatusCode, env)

@@ -213,6 +213,14 @@ func (c *Client) Config() Config { return c.cfg }
 // ValidateURL first, or use Do.
 func (c *Client) HTTPClient() *http.Client { return c.hc }
 
+// DialContext dials addr as the Client's own transport does: the host is
+// resolved, every address checked against the policy, and the address
+// connected to is the one checked. Other transports (the upstream pool's)
+// use it to put their connections under the same rules.
+func (c *Client) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	return c.dialContext(ctx, network, addr)
+}
+
 // CloseIdleConnections closes pooled connections that are not in use.
 func (c *Client) CloseIdleConnections() { c.hc.CloseIdleConnections() }
 

@@ -37,6 +37,11 @@ type Config struct {
 	Replicas []string
 	// APIKey, when set, is sent as Authorization: Bearer to every replica.
 	APIKey string
+	// Dial, when set, makes every connection to a replica (requests and
+	// health checks), bounded by ConnectTimeout: the outbound rules'
+	// dialer, so that a replica's address is checked when it is dialled
+	// (no proxy is used then).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// ConnectTimeout bounds connecting to a replica (default 3s).
 	ConnectTimeout time.Duration
 	// FirstByteTimeout bounds the wait for the response headers (default
@@ -180,9 +185,19 @@ func New(cfg Config) (*Backend, error) {
 		b.reps = append(b.reps, &replica{base: u, breaker: BreakerClosed})
 	}
 	dialer := &net.Dialer{Timeout: cfg.ConnectTimeout, KeepAlive: 30 * time.Second}
+	dial, proxy := dialer.DialContext, http.ProxyFromEnvironment
+	if cfg.Dial != nil {
+		// Through a proxy the address checked would be the proxy's.
+		proxy = nil
+		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			ctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
+			defer cancel()
+			return cfg.Dial(ctx, network, addr)
+		}
+	}
 	b.client = &http.Client{Transport: &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dialer.DialContext,
+		Proxy:                 proxy,
+		DialContext:           dial,
 		MaxIdleConns:          1024,
 		MaxIdleConnsPerHost:   256,
 		IdleConnTimeout:       90 * time.Second,
