@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"sync"
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
@@ -86,14 +87,13 @@ func (s *Server) checkInput(ctx context.Context, m catalog.Resolved, g gate) (fu
 	return func(text string) string { return pii.Redact(text, ps.Find(text, kinds...)) }, nil
 }
 
-var defaultPIISet *pii.Set
-
-func defaultPII() *pii.Set {
-	if defaultPIISet == nil {
-		defaultPIISet, _ = pii.New(nil)
-	}
-	return defaultPIISet
-}
+// defaultPII is the built-in detector set, built once: requests redact
+// concurrently (it was a lazily set global without synchronisation, a
+// data race).
+var defaultPII = sync.OnceValue(func() *pii.Set {
+	s, _ := pii.New(nil)
+	return s
+})
 
 // structural are the request members whose strings are not text to
 // redact (names, schemas, settings).
