@@ -95,9 +95,12 @@ test-go:
 	fi; \
 	echo ">> Python packages the tests run (the webhook receiver's standardwebhooks)"; \
 	bash scripts/python-venv.sh tests/webhooks >/dev/null; \
-	echo ">> go test"; \
+	echo ">> go test -race (every package's own tests)"; \
 	SOVEREIGN_BIN="$(CURDIR)/$(BIN)" SOVEREIGN_TEST_MODELS_DIR="$(MODELS_DIR)" \
-		$(CGO_ENV) $(GO) test -count=1 -timeout 20m ./... 2> >(grep -v -E $(CGO_NOISE) >&2) && \
+		$(CGO_ENV) $(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v '/internal/e2e$$') 2> >(grep -v -E $(CGO_NOISE) >&2) && \
+	echo ">> the end-to-end suites (without -race: they run real models for minutes)" && \
+	SOVEREIGN_BIN="$(CURDIR)/$(BIN)" SOVEREIGN_TEST_MODELS_DIR="$(MODELS_DIR)" \
+		$(CGO_ENV) $(GO) test -count=1 -timeout 20m ./internal/e2e/ 2> >(grep -v -E $(CGO_NOISE) >&2) && \
 	echo ">> the API suite again on PostgreSQL" && \
 	SOVEREIGN_TEST_DB=postgres SOVEREIGN_BIN="$(CURDIR)/$(BIN)" SOVEREIGN_TEST_MODELS_DIR="$(MODELS_DIR)" \
 		$(CGO_ENV) $(GO) test -count=1 -timeout 20m ./internal/e2e/ 2> >(grep -v -E $(CGO_NOISE) >&2)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -36,11 +37,17 @@ func (r *replica) kill() {
 func startReplica(t *testing.T, dbURL, redisURL, modelsDir, key string, env ...string) *replica {
 	t.Helper()
 	addr := freeAddr(t)
+	// The mock upstreams the tests register listen on loopback (a test's
+	// own SOVEREIGN_CONFIG, later in env, replaces this one).
+	cfg := filepath.Join(t.TempDir(), "replica.yaml")
+	if err := os.WriteFile(cfg, []byte("upstream_allow: [127.0.0.1, \"::1\", localhost]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(testutil.Binary(t), "serve")
 	cmd.Env = append(append(os.Environ(),
 		"SOVEREIGN_ADDR="+addr, "SOVEREIGN_DATA_DIR="+t.TempDir(), "SOVEREIGN_MODELS_DIR="+modelsDir,
 		"SOVEREIGN_DATABASE_URL="+dbURL, "SOVEREIGN_REDIS_URL="+redisURL, "SOVEREIGN_BOOTSTRAP_KEY="+key,
-		"SOVEREIGN_THREADS=1", "SOVEREIGN_CTX=512", "SOVEREIGN_SLOTS=2"), env...)
+		"SOVEREIGN_THREADS=1", "SOVEREIGN_CTX=512", "SOVEREIGN_SLOTS=2", "SOVEREIGN_CONFIG="+cfg), env...)
 	logs := &bytes.Buffer{}
 	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
