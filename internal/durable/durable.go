@@ -249,10 +249,13 @@ func (e *Engine) Status(ctx context.Context, id string) (string, error) {
 
 // StepOptions tune a step: Retries more attempts after a failure (0: none),
 // the first after Backoff (default 100 ms), doubling up to MaxBackoff
-// (default 5 s).
+// (default 5 s). Retryable, when set, decides whether a failure is worth
+// another attempt (a 400 is not; a 429 or a 503 is): false ends the step
+// with that error at once.
 type StepOptions struct {
 	Retries             int
 	Backoff, MaxBackoff time.Duration
+	Retryable           func(error) bool
 }
 
 // Step runs fn as the step name of the workflow ctx runs: once, its result
@@ -268,6 +271,9 @@ func Step[R any](ctx Context, name string, fn func(context.Context) (R, error), 
 		}
 		if o.MaxBackoff > 0 {
 			opts = append(opts, dbos.WithStepMaxInterval(o.MaxBackoff))
+		}
+		if o.Retryable != nil {
+			opts = append(opts, dbos.WithStepRetryPredicate(o.Retryable))
 		}
 	}
 	return dbos.RunAsStep(ctx, func(c context.Context) (R, error) { return fn(c) }, opts...)

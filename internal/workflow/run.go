@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/gob"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -119,7 +120,7 @@ func (s *Service) execute(ctx durable.Context, runID string) error {
 				return err
 			}
 		default:
-			out, serr, err = s.work(ctx, r, state, st, vars)
+			out, serr, err = s.work(ctx, r, &state, st, vars)
 			if err != nil {
 				return err
 			}
@@ -273,10 +274,11 @@ func (s *Service) failRun(ctx durable.Context, r Run, rerr *RunError) error {
 // work runs a step that calls something, with the step's retries and
 // timeout. A failure of the call after its tries is the step's error
 // (serr); err is the engine's (cancellation, a crash's aftermath).
-func (s *Service) work(ctx durable.Context, r Run, state StepState, st Step, vars map[string]any) (json.RawMessage, *RunError, error) {
+func (s *Service) work(ctx durable.Context, r Run, state *StepState, st Step, vars map[string]any) (json.RawMessage, *RunError, error) {
 	o := durable.StepOptions{}
 	if st.Retry != nil && st.Retry.MaxAttempts > 1 {
-		o = durable.StepOptions{Retries: st.Retry.MaxAttempts - 1, Backoff: duration(st.Retry.Backoff, time.Second), MaxBackoff: 5 * time.Minute}
+		o = durable.StepOptions{Retries: st.Retry.MaxAttempts - 1, Backoff: duration(st.Retry.Backoff, time.Second), MaxBackoff: 5 * time.Minute,
+			Retryable: retryable}
 	}
 	timeout := duration(st.Timeout, DefaultStepTimeout)
 	attempts := 0
@@ -285,7 +287,7 @@ func (s *Service) work(ctx durable.Context, r Run, state StepState, st Step, var
 		attempts++
 		now := s.now()
 		state.Status, state.Attempts, state.StartedAt, state.Error = StepRunning, attempts, &now, nil
-		if err := s.putStep(c, r, state); err != nil {
+		if err := s.putStep(c, r, *state); err != nil {
 			return nil, err
 		}
 		tc, cancel := context.WithTimeout(c, timeout)
@@ -301,7 +303,7 @@ func (s *Service) work(ctx durable.Context, r Run, state StepState, st Step, var
 		}
 		end := s.now()
 		state.Status, state.Output, state.EndedAt = StepSucceeded, out, &end
-		return out, s.putStep(c, r, state)
+		return out, s.putStep(c, r, *state)
 	}, o)
 	if err == nil {
 		return out, nil, nil
@@ -563,7 +565,11 @@ func (s *Service) call(ctx context.Context, r Run, st Step, vars map[string]any)
 			out["json"] = js
 		}
 		if status >= 400 {
-			return nil, fmt.Errorf("%s %s: HTTP %d", st.Method, u, status)
+			err := fmt.Errorf("%s %s: HTTP %d", st.Method, u, status)
+			if statusIsFinal(status) {
+				return nil, permanent{err.Error()}
+			}
+			return nil, err
 		}
 		return json.Marshal(out)
 	case StepTransform:
@@ -583,6 +589,30 @@ func (s *Service) call(ctx context.Context, r Run, st Step, vars map[string]any)
 	return nil, fmt.Errorf("step type %s does not call anything", st.Type)
 }
 
+// permanent is a step failure that another attempt would meet again: an
+// API call refused with a 4xx (a bad request, a missing scope, a model
+// that does not exist), a remote answer 4xx. A step's retries are for the
+// rest: 408, 409 (a request still running under the same key), 425, 429,
+// 5xx, and calls that got no answer. The durable engine stores a step's
+// error with gob, hence a registered type of exported fields.
+type permanent struct{ Msg string }
+
+func (p permanent) Error() string { return p.Msg }
+
+func init() { gob.Register(permanent{}) }
+
+// retryable reports whether a step's failure is worth another attempt.
+func retryable(err error) bool {
+	var p permanent
+	return !errors.As(err, &p)
+}
+
+// statusIsFinal reports whether an HTTP status is one a retry cannot
+// change.
+func statusIsFinal(status int) bool {
+	return status >= 400 && status < 500 && status != 408 && status != 409 && status != 425 && status != 429
+}
+
 // callJSON makes an API call as the run's key and decodes a 2xx answer.
 func (s *Service) callJSON(ctx context.Context, r Run, path string, body any, into any) error {
 	status, resp, err := s.Caller.Call(ctx, r.KeyID, "POST", path, body)
@@ -597,7 +627,11 @@ func (s *Service) callJSON(ctx context.Context, r Run, path string, body any, in
 			} `json:"error"`
 		}
 		json.Unmarshal(resp, &env)
-		return fmt.Errorf("%s: %d %s: %s", path, status, env.Error.Code, env.Error.Message)
+		err := fmt.Errorf("%s: %d %s: %s", path, status, env.Error.Code, env.Error.Message)
+		if statusIsFinal(status) {
+			return permanent{err.Error()}
+		}
+		return err
 	}
 	return json.Unmarshal(resp, into)
 }

@@ -298,6 +298,39 @@ func TestFailedStepFailsRun(t *testing.T) {
 	}
 }
 
+// TestRetriesOnlyWhatARetryCanFix: a step with retries tries again after
+// a 429 or a 503, not after a 400 or a 404 (an API call's or a remote
+// server's), which fail it at its first attempt.
+func TestRetriesOnlyWhatARetryCanFix(t *testing.T) {
+	for _, c := range []struct {
+		status   int
+		attempts int
+	}{{400, 1}, {404, 1}, {429, 3}, {503, 3}} {
+		var calls, fetches atomic.Int32
+		h := newHarness(t, func(ctx context.Context, keyID, method, path string, body any) (int, []byte, error) {
+			calls.Add(1)
+			return c.status, []byte(`{"error":{"message":"no","code":"x"}}`), nil
+		}, func(ctx context.Context, method, url string, hd map[string]string, body string) (int, map[string]string, []byte, error) {
+			fetches.Add(1)
+			return c.status, nil, []byte("no"), nil
+		})
+		for _, step := range []string{
+			`{"id": "s", "type": "chat", "model": "m", "messages": [{"role": "user", "content": "hi"}], "retry": {"max_attempts": 3, "backoff": "10ms"}}`,
+			`{"id": "s", "type": "http", "method": "GET", "url": "https://hooks.example.com/x", "retry": {"max_attempts": 3, "backoff": "10ms"}}`,
+		} {
+			d := h.define(t, `{"steps": [`+step+`]}`)
+			r, _ := h.svc.Start(context.Background(), d, h.key, nil)
+			r = h.wait(t, r.ID, workflow.RunSucceeded, workflow.RunFailed)
+			if r.Status != workflow.RunFailed || r.Steps[0].Attempts != c.attempts {
+				t.Errorf("status %d, %s: run %s after %d attempts, want failed after %d", c.status, step[:40], r.Status, r.Steps[0].Attempts, c.attempts)
+			}
+		}
+		if int(calls.Load()) != c.attempts || int(fetches.Load()) != c.attempts {
+			t.Errorf("status %d: %d calls, %d fetches, want %d each", c.status, calls.Load(), fetches.Load(), c.attempts)
+		}
+	}
+}
+
 func TestCancelWaitingRun(t *testing.T) {
 	h := newHarness(t, nil, nil)
 	d := h.define(t, `{"steps": [{"id": "nap", "type": "wait", "duration": "1h"}, {"id": "after", "type": "transform", "template": "x"}]}`)
