@@ -157,6 +157,7 @@ func From(err error) *Error {
 	var ov *inference.OverloadedError
 	var ld *inference.LoadingError
 	var up *inference.UpstreamError
+	var gen *inference.GenerationError
 	var ex *limits.ExceededError
 	var lu *limits.UnavailableError
 	var li *limits.InvalidError
@@ -173,6 +174,8 @@ func From(err error) *Error {
 		return &Error{Code: InvalidRequest, Param: li.Param, Message: li.Message, Err: err}
 	case errors.As(err, &up):
 		return fromUpstream(up)
+	case errors.As(err, &gen):
+		return &Error{Code: ModelCrashed, Message: gen.Error() + "; retry the request", RetryAfter: time.Second, Err: err}
 	case errors.As(err, &inv):
 		return &Error{Code: InvalidRequest, Param: inv.Param, Message: inv.Message, Err: err}
 	case errors.As(err, &ov):

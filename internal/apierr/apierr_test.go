@@ -57,6 +57,7 @@ func TestFromClassifies(t *testing.T) {
 		{fmt.Errorf("x: %w", inference.ErrModelNotFound), ModelNotFound, "model", false},
 		{inference.ErrModelFailed, ModelFailed, "", true},
 		{inference.ErrBackendCrashed, ModelCrashed, "", false},
+		{&inference.GenerationError{Model: "m", Message: "decode failed: no KV slot"}, ModelCrashed, "", true},
 		{context.Canceled, RequestCancelled, "", false},
 		{context.DeadlineExceeded, ModelOverloaded, "", true},
 		{errors.New("disk on fire at /var/lib/x"), Internal, "", false},
@@ -68,6 +69,10 @@ func TestFromClassifies(t *testing.T) {
 	}
 	if e := From(errors.New("disk on fire at /var/lib/x")); strings.Contains(e.Message, "disk") || !errors.Is(e, e.Err) {
 		t.Errorf("an internal error shows its detail: %+v", e)
+	}
+	// A runner's own failure mid-generation is shown, not hidden as a 500.
+	if e := From(&inference.GenerationError{Model: "m", Message: "decode failed: no KV slot"}); e.Status() != 502 || !strings.Contains(e.Message, "decode failed") {
+		t.Errorf("a generation error: %d %q", e.Status(), e.Message)
 	}
 }
 

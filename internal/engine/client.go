@@ -170,7 +170,10 @@ func (s *stream) Recv() (inference.Event, error) {
 	}
 	if ev.Error != "" {
 		s.done = true
-		return inference.Event{}, errors.New(ev.Error)
+		if s.ctx.Err() != nil {
+			return inference.Event{}, s.ctx.Err() // "request cancelled": the caller's own
+		}
+		return inference.Event{}, &inference.GenerationError{Model: s.p.id, Message: ev.Error}
 	}
 	if ev.Done {
 		s.done = true

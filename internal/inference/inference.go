@@ -342,6 +342,19 @@ type UpstreamError struct {
 
 func (e *UpstreamError) Error() string { return e.Message }
 
+// GenerationError is a generation that the model's runner ended with an
+// error of its own ("decode failed: …") after it had started: not the
+// caller's fault, worth a retry. The HTTP layer shows the runner's message
+// (a 502 model_crashed, or OpenAI's error event in a stream).
+type GenerationError struct {
+	Model   string
+	Message string
+}
+
+func (e *GenerationError) Error() string {
+	return fmt.Sprintf("model %q failed while generating: %s", e.Model, e.Message)
+}
+
 // InvalidError is a request the model cannot serve as given; Param names
 // the offending field when one applies.
 type InvalidError struct {
