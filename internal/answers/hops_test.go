@@ -2,14 +2,12 @@ package answers
 
 import (
 	"context"
-	"hash/fnv"
-	"math"
 	"reflect"
 	"strings"
 	"testing"
-	"unicode"
 
 	"github.com/sovereign-ai/sovereign/internal/inference"
+	"github.com/sovereign-ai/sovereign/internal/inference/inferencetest"
 	"github.com/sovereign-ai/sovereign/internal/sources"
 )
 
@@ -59,29 +57,6 @@ func TestNewNames(t *testing.T) {
 	}
 }
 
-// wordVectors is an embedder for tests: each word of a text hashed into
-// one of 256 dimensions, so that texts sharing words are close.
-func wordVectors(texts []string) [][]float32 {
-	out := make([][]float32, len(texts))
-	for i, t := range texts {
-		v := make([]float32, 256)
-		for _, w := range strings.FieldsFunc(strings.ToLower(t), func(r rune) bool { return !unicode.IsLetter(r) }) {
-			h := fnv.New32a()
-			h.Write([]byte(w))
-			v[h.Sum32()%256]++
-		}
-		var n float64
-		for _, x := range v {
-			n += float64(x * x)
-		}
-		for j := range v {
-			v[j] /= float32(math.Sqrt(n))
-		}
-		out[i] = v
-	}
-	return out
-}
-
 // TestTwoHopAnswer: a question that names its subject through a
 // description is answered in two hops — the description resolved by the
 // retrieved sentence that names the ship, the question asked again with
@@ -100,7 +75,7 @@ func TestTwoHopAnswer(t *testing.T) {
 			}
 			return []sources.Hit{bell, mill}
 		}}
-	svc := &Service{Store: st, Embed: embedFunc(wordVectors), EmbeddingModel: "minilm"}
+	svc := &Service{Store: st, Embed: embedFunc(func(texts []string) [][]float32 { return inferencetest.WordVectors(texts, 256) }), EmbeddingModel: "minilm"}
 	const q = "Who captained the ship that carried the Veldor Bell to Ostrand?"
 	prepare := func() *Answer {
 		a, err := svc.Prepare(context.Background(), Request{TeamID: "team_a", Chat: question(q), Cite: true})
@@ -159,7 +134,7 @@ func TestNoHopWithoutADescription(t *testing.T) {
 			queries = append(queries, q)
 			return []sources.Hit{bell}
 		}}
-	svc := &Service{Store: st, Embed: embedFunc(wordVectors), EmbeddingModel: "minilm"}
+	svc := &Service{Store: st, Embed: embedFunc(func(texts []string) [][]float32 { return inferencetest.WordVectors(texts, 256) }), EmbeddingModel: "minilm"}
 	for _, q := range []string{"Who paid for the Veldor Bell?", "Who captained the ship that carried the Veldor Bell to Ostrand?"} {
 		queries = nil
 		a, err := svc.Prepare(context.Background(), Request{TeamID: "team_a", Chat: question(q), Cite: true})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math"
 	"path/filepath"
 	"sort"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/inference"
+	"github.com/sovereign-ai/sovereign/internal/inference/inferencetest"
 	"github.com/sovereign-ai/sovereign/internal/sources"
 	"github.com/sovereign-ai/sovereign/internal/sqlite"
 )
@@ -27,24 +27,7 @@ func (h hashEmbedder) Embed(_ context.Context, req inference.EmbeddingRequest) (
 	if h.fail {
 		return inference.EmbeddingResponse{}, errors.New("embedder down")
 	}
-	var out inference.EmbeddingResponse
-	for _, in := range req.Input {
-		v := make([]float32, 64)
-		for _, w := range strings.Fields(strings.ToLower(in)) {
-			f := fnv.New32a()
-			f.Write([]byte(strings.Trim(w, ".,?!")))
-			v[f.Sum32()%64]++
-		}
-		var n float64
-		for _, x := range v {
-			n += float64(x * x)
-		}
-		for i := range v {
-			v[i] /= float32(math.Sqrt(n))
-		}
-		out.Embeddings = append(out.Embeddings, v)
-	}
-	return out, nil
+	return inference.EmbeddingResponse{Embeddings: inferencetest.WordVectors(req.Input, 64)}, nil
 }
 
 // exactVectors is an exact in-memory Vectors.
