@@ -64,7 +64,8 @@ var beForms = map[string]bool{"is": true, "are": true, "was": true, "were": true
 
 var articles = map[string]bool{"the": true, "a": true, "an": true, "of": true}
 
-// interrogatives open a question without saying what it is about.
+// interrogatives are the words that open a question ("In which …", "How
+// deep …") without saying what it is about.
 var interrogatives = map[string]bool{"who": true, "whom": true, "what": true, "which": true, "where": true, "when": true, "how": true,
 	"why": true, "in": true, "at": true, "on": true, "did": true, "does": true, "do": true}
 
@@ -118,7 +119,9 @@ func nested(question string) (nestedQuestion, bool) {
 	// agent noun) with "the" at most four words before it.
 	start, noun, isAgent := -1, "", false
 	for k := len(ws) - 2; k > 0 && start < 0; k-- {
-		rel := relativeWords[ws[k].text] && ws[k].text != "which" || ws[k].text == "which" && k > 1
+		// "which" right after the question's first word asks ("In which
+		// town…"); later it may be relative.
+		rel := relativeWords[ws[k].text] && (ws[k].text != "which" || k > 1)
 		agent := false
 		if ws[k].text == "of" && k+1 < len(ws) {
 			h := ws[k-1].text
