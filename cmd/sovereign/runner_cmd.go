@@ -11,7 +11,6 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/sovereign-ai/sovereign/internal/llamacpp"
 	"github.com/sovereign-ai/sovereign/internal/runner"
 	"github.com/sovereign-ai/sovereign/internal/runnerproto"
 )
@@ -39,9 +38,6 @@ func runnerCommand(args []string, stdout io.Writer) error {
 	if *model == "" {
 		return fmt.Errorf("runner: --model is required")
 	}
-	if *verbose {
-		llamacpp.LogLevel = 2
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *parentStdin {
@@ -52,7 +48,7 @@ func runnerCommand(args []string, stdout io.Writer) error {
 			cancel()
 		}()
 	}
-	engine := runner.EngineConfig{Slots: *slots, CtxPerSlot: *ctxSize, Batch: *batch, Threads: *threads, QueueSize: *queue, Deterministic: *deterministic}
+	engine := runner.EngineConfig{Slots: *slots, CtxPerSlot: *ctxSize, Batch: *batch, Threads: *threads, QueueSize: *queue, Deterministic: *deterministic, Verbose: *verbose}
 	if *bench {
 		return runner.Bench(ctx, runner.BenchConfig{ModelPath: *model, Engine: engine}, stdout)
 	}

@@ -5,48 +5,61 @@ package deptest
 
 import (
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
 
-const binding = "github.com/sovereign-ai/sovereign/internal/llamacpp"
+const (
+	module  = "github.com/sovereign-ai/sovereign/"
+	binding = module + "internal/llamacpp"
+	runner  = module + "internal/runner"
+)
 
-// allowed may import the binding: the runner package, the binding itself,
-// and the command that wires `sovereign runner`.
-var allowed = map[string]bool{
-	binding: true,
-	"github.com/sovereign-ai/sovereign/internal/runner": true,
-	"github.com/sovereign-ai/sovereign/cmd/sovereign":   true,
-}
-
+// TestOnlyTheRunnerLinksLlamaCpp: no package but the runner imports the
+// binding, and a package that links it at all (the sovereign command, which
+// wires `sovereign runner`) does so only through the runner: there is no
+// exemption by name. The server-side packages link neither, and have no
+// cgo files of their own.
 func TestOnlyTheRunnerLinksLlamaCpp(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}} {{join .Deps " "}}`, "github.com/sovereign-ai/sovereign/...").Output()
+	out, err := exec.Command("go", "list", "-deps", "-f", `{{.ImportPath}}|{{join .Imports " "}}|{{join .Deps " "}}`, module+"...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
+	deps := map[string][]string{}
 	checked := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) == 0 || !strings.HasPrefix(fields[0], "github.com/sovereign-ai/sovereign/") {
+		parts := strings.SplitN(line, "|", 3)
+		if len(parts) != 3 || !strings.HasPrefix(parts[0], module) {
 			continue
 		}
-		pkg := fields[0]
+		pkg, imports, all := parts[0], strings.Fields(parts[1]), strings.Fields(parts[2])
+		deps[pkg] = all
 		checked++
-		if allowed[pkg] {
+		if pkg == binding || pkg == runner {
 			continue
 		}
-		for _, d := range fields[1:] {
+		for _, d := range imports {
 			if d == binding || strings.HasPrefix(d, "github.com/ollama/ollama/") {
-				t.Errorf("%s depends on %s; only the runner may link llama.cpp", pkg, d)
+				t.Errorf("%s imports %s; only the runner may", pkg, d)
 			}
+		}
+		if slices.Contains(all, binding) && !slices.Contains(all, runner) {
+			t.Errorf("%s links %s other than through the runner", pkg, binding)
 		}
 	}
 	if checked < 10 {
 		t.Fatalf("only %d project packages listed; the fence is not looking at the project", checked)
 	}
-	// The server-side packages must be among those checked and cgo-free.
-	for _, p := range []string{"internal/engine", "internal/httpapi", "internal/openai", "internal/models", "internal/auth", "internal/sqlite", "internal/postgres", "internal/store"} {
-		out, err := exec.Command("go", "list", "-f", "{{.CgoFiles}}", "github.com/sovereign-ai/sovereign/"+p).Output()
+	for _, p := range []string{"internal/app", "internal/engine", "internal/httpapi", "internal/openai", "internal/models", "internal/auth", "internal/sqlite", "internal/postgres", "internal/store", "internal/extract"} {
+		d, ok := deps[module+p]
+		if !ok {
+			t.Errorf("%s was not listed", p)
+		}
+		if slices.Contains(d, binding) || slices.Contains(d, runner) {
+			t.Errorf("%s links the runner or llama.cpp; the server must not", p)
+		}
+		out, err := exec.Command("go", "list", "-f", "{{.CgoFiles}}", module+p).Output()
 		if err != nil {
 			t.Fatalf("go list %s: %v", p, err)
 		}

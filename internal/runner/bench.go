@@ -29,6 +29,7 @@ type BenchConfig struct {
 // detokenizing, stop-sequence checks and event queueing included). It
 // prints a table to w; bench/README.md explains the rows.
 func Bench(ctx context.Context, cfg BenchConfig, w io.Writer) error {
+	cfg.Engine.logLevel()
 	if cfg.Tokens <= 0 {
 		cfg.Tokens = 128
 	}

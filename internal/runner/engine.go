@@ -136,6 +136,16 @@ type EngineConfig struct {
 	// multiples of Batch, and a cached prefix is reused only in whole such
 	// chunks. It costs batched throughput (docs/engine.md).
 	Deterministic bool
+	// Verbose writes llama.cpp's info log to stderr (default: warnings
+	// and errors only).
+	Verbose bool
+}
+
+// logLevel applies cfg's log verbosity to llama.cpp, before a model loads.
+func (cfg EngineConfig) logLevel() {
+	if cfg.Verbose {
+		llamacpp.LogLevel = 2
+	}
 }
 
 // NewEngine creates the context for a causal model and starts the

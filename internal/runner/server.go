@@ -50,6 +50,7 @@ type Server struct {
 // Run listens, loads the model, and serves until ctx ends. It returns an
 // error when the model cannot be loaded.
 func Run(ctx context.Context, cfg Config) error {
+	cfg.Engine.logLevel()
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
 	}
