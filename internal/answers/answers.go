@@ -113,7 +113,9 @@ type Request struct {
 type Answer struct {
 	// Chat is the generation to run: the request's, with the sources
 	// prompt first.
-	Chat    inference.CompletionRequest
+	Chat inference.CompletionRequest
+	// Sources are the sources of the question as asked (a two-hop answer
+	// first draws on its own; see hop).
 	Sources []citation.Source
 	svc     *Service
 	req     Request
@@ -140,8 +142,10 @@ type attempt struct {
 
 // Prepare gathers the sources and builds the generation: the sources as
 // context in the last user message, in the form of the model's family,
-// and a default length for a grounded answer. Its context bounds the
-// embedding calls of the answer's attribution.
+// and a default length for a grounded answer; for a question that names
+// its subject through a description, the two-hop answer first (see hop),
+// which searches again here. Its context bounds the embedding calls of the
+// answer's attribution.
 func (s *Service) Prepare(ctx context.Context, req Request) (*Answer, error) {
 	if req.Param == "" {
 		req.Param = "sources"
