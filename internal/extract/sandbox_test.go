@@ -24,14 +24,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// testSandbox runs the test binary itself as the child.
-func testSandbox(t testing.TB, b Budget) Sandbox {
-	if t, ok := t.(*testing.T); ok {
-		t.Setenv(childEnv, "1")
-	} else {
-		os.Setenv(childEnv, "1")
-	}
-	return Sandbox{Command: []string{os.Args[0]}, Budget: b}
+// testSandbox runs the test binary itself as the child, the variable set
+// for the child alone (env(1)): set in this process, it would reach the
+// fuzzing engine's workers too, which would then serve as children.
+func testSandbox(b Budget) Sandbox {
+	return Sandbox{Command: []string{"env", childEnv + "=1", os.Args[0]}, Budget: b}
 }
 
 // extendingPDF is objStmPDF whose object stream does not hold the object
@@ -46,7 +43,7 @@ func extendingPDF(escape string) []byte {
 // process, its errors keep their kind, and other formats are read in
 // process.
 func TestSandboxReadsPDFs(t *testing.T) {
-	s := testSandbox(t, Budget{Time: 20 * time.Second})
+	s := testSandbox(Budget{Time: 20 * time.Second})
 	pdf := pagesPDF("<< /Title (Engines) >>", "BT /F1 12 Tf 72 720 Td (The zorblat engine runs on purple coolant.) Tj ET")
 	doc, err := s.Extract(context.Background(), "a.pdf", "", pdf)
 	if err != nil || doc.Text != "The zorblat engine runs on purple coolant." || doc.Title != "Engines" || doc.Format != FormatPDF {
@@ -68,7 +65,7 @@ func TestSandboxReadsPDFs(t *testing.T) {
 // budget and reported as malformed, naming the budget; a cancelled
 // context stops the child at once.
 func TestSandboxEndsHostilePDFs(t *testing.T) {
-	s := testSandbox(t, Budget{Time: 2 * time.Second})
+	s := testSandbox(Budget{Time: 2 * time.Second})
 	for _, escape := range []string{"Ext#65nds", "#45xtends", "Extends"} {
 		start := time.Now()
 		_, err := s.Extract(context.Background(), "hostile.pdf", "", extendingPDF(escape))
@@ -102,7 +99,7 @@ func FuzzSandboxHostilePDF(f *testing.F) {
 	f.Add("#45#78#74#65#6e#64#73", 100000, 3)
 	f.Add("Extends", 2147483647, 2)
 	f.Add("Ex#74ends", 0, 1)
-	s := testSandbox(f, Budget{Time: 2 * time.Second})
+	s := testSandbox(Budget{Time: 2 * time.Second})
 	f.Fuzz(func(t *testing.T, name string, n, target int) {
 		if len(name) > 64 || strings.ContainsAny(name, " /\n\r<>[]()") {
 			return
