@@ -136,8 +136,8 @@ func Extract(name, contentType string, data []byte) (Document, error) {
 // is valid UTF-8 with at least one non-whitespace character.
 func (o Options) Extract(name, contentType string, data []byte) (Document, error) {
 	o = o.withDefaults()
-	if len(data) > o.MaxBytes {
-		return Document{}, errorf(ErrTooLarge, "the file is %s, more than the limit of %s", sizeString(len(data)), sizeString(o.MaxBytes))
+	if err := o.checkSize(data); err != nil {
+		return Document{}, err
 	}
 	format := detect(name, contentType, data)
 	if len(data) == 0 {
@@ -168,6 +168,14 @@ func (o Options) Extract(name, contentType string, data []byte) (Document, error
 		return Document{}, errorf(ErrTooLarge, "the extracted text is %s, more than the limit of %s", sizeString(len(doc.Text)), sizeString(o.MaxTextBytes))
 	}
 	return doc, nil
+}
+
+// checkSize refuses a file over o.MaxBytes (o with its defaults).
+func (o Options) checkSize(data []byte) error {
+	if len(data) > o.MaxBytes {
+		return errorf(ErrTooLarge, "the file is %s, more than the limit of %s", sizeString(len(data)), sizeString(o.MaxBytes))
+	}
+	return nil
 }
 
 func unsupported(name, contentType string) error {

@@ -73,13 +73,17 @@ type childRequest struct {
 // childResult is what the child writes: the document, or the error's kind
 // and message.
 type childResult struct {
-	Text   string `json:"text"`
-	Title  string `json:"title"`
-	Format string `json:"format"`
-	Error  *struct {
-		Kind    string `json:"kind"`
-		Message string `json:"message"`
-	} `json:"error,omitempty"`
+	Text   string      `json:"text"`
+	Title  string      `json:"title"`
+	Format string      `json:"format"`
+	Error  *childError `json:"error,omitempty"`
+}
+
+// childError is an extraction error as the child reports it: its kind
+// (a key of kinds) and its message.
+type childError struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
 }
 
 var kinds = map[string]error{"empty": ErrEmpty, "unsupported": ErrUnsupported, "malformed": ErrMalformed, "too_large": ErrTooLarge}
@@ -90,8 +94,9 @@ var kinds = map[string]error{"empty": ErrEmpty, "unsupported": ErrUnsupported, "
 // ErrMalformed that names the budget.
 func (s Sandbox) Extract(ctx context.Context, name, contentType string, data []byte) (Document, error) {
 	o := s.Options.withDefaults()
-	if len(data) > o.MaxBytes {
-		return Document{}, errorf(ErrTooLarge, "the file is %s, more than the limit of %s", sizeString(len(data)), sizeString(o.MaxBytes))
+	// Checked here too: a file over the limit starts no child.
+	if err := o.checkSize(data); err != nil {
+		return Document{}, err
 	}
 	if len(s.Command) == 0 || len(data) == 0 || detect(name, contentType, data) != FormatPDF {
 		return o.Extract(name, contentType, data)
@@ -187,10 +192,7 @@ func ServeChild(r io.Reader, w io.Writer) error {
 		if !errors.As(err, &e) {
 			e = &Error{Kind: ErrMalformed, Msg: err.Error()}
 		}
-		res = childResult{Error: &struct {
-			Kind    string `json:"kind"`
-			Message string `json:"message"`
-		}{Kind: "malformed", Message: e.Msg}}
+		res = childResult{Error: &childError{Kind: "malformed", Message: e.Msg}}
 		for k, v := range kinds {
 			if errors.Is(e.Kind, v) {
 				res.Error.Kind = k
