@@ -124,6 +124,10 @@ type Answer struct {
 	// sentence).
 	w    *citation.Writer
 	lead string
+	// opts and base make and keep the writer of the question as asked
+	// (see baseWriter).
+	opts citation.Options
+	base *citation.Writer
 	// abstain: retrieval found nothing relevant; no generation is needed.
 	abstain bool
 	// next are the later tries, in order, when a try answers nothing (see
@@ -132,8 +136,8 @@ type Answer struct {
 }
 
 // attempt is one try at an answer: its generation, the writer that
-// settles it (tries over the same sources share one), and the text that
-// leads it.
+// settles it (nil: the question as asked's, shared by the tries over its
+// sources), and the text that leads it.
 type attempt struct {
 	chat inference.CompletionRequest
 	w    *citation.Writer
@@ -184,18 +188,26 @@ func (s *Service) Prepare(ctx context.Context, req Request) (*Answer, error) {
 			hop = s.hop(ctx, req, f, cols, found, o, abstainText)
 		}
 	}
-	a.Chat = chat
-	a.w = citation.NewWriter(a.Sources, o)
-	for i := range a.next {
-		a.next[i].w = a.w
+	a.Chat, a.opts = chat, o
+	if hop == nil {
+		a.w = a.baseWriter()
+		return a, nil
 	}
-	if hop != nil {
-		// The two-hop answer first; the question as asked if it answers
-		// nothing.
-		a.next = append([]attempt{{chat: a.Chat, w: a.w}}, a.next...)
-		a.Chat, a.w, a.lead = hop.chat, hop.w, hop.lead
-	}
+	// The two-hop answer first; the question as asked if it answers
+	// nothing.
+	a.next = append([]attempt{{chat: a.Chat}}, a.next...)
+	a.Chat, a.w, a.lead = hop.chat, hop.w, hop.lead
 	return a, nil
+}
+
+// baseWriter returns the writer of the question as asked, made on first
+// use: a two-hop answer that answers never needs it, nor the embedding of
+// its sources that a writer starts.
+func (a *Answer) baseWriter() *citation.Writer {
+	if a.base == nil {
+		a.base = citation.NewWriter(a.Sources, a.opts)
+	}
+	return a.base
 }
 
 // Abstains reports whether retrieval found nothing relevant to the
@@ -288,6 +300,9 @@ func (s *settled) Recv() (inference.Event, error) {
 					s.used.CachedTokens += ev.Usage.CachedTokens
 				}
 				s.a.w, s.lead = next.w, next.lead
+				if s.a.w == nil {
+					s.a.w = s.a.baseWriter()
+				}
 				s.a.w.Reset()
 				continue
 			}
