@@ -165,7 +165,7 @@ func Scan(r io.Reader, o ScanOptions, each func(line int, req Request) error) (s
 		}
 		req, err := ParseLine(b)
 		if err != nil {
-			if cr.over {
+			if cr.n > cr.max {
 				// The scanner hands out the line the limit cut in two.
 				return cr.n, n, &TooLargeError{Limit: o.MaxBytes}
 			}
@@ -215,17 +215,15 @@ func (e *TooLargeError) Error() string {
 
 // countingReader counts what it reads and fails past max bytes.
 type countingReader struct {
-	r    io.Reader
-	n    int64
-	max  int64
-	over bool
+	r   io.Reader
+	n   int64
+	max int64
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	k, err := c.r.Read(p)
 	c.n += int64(k)
 	if c.n > c.max {
-		c.over = true
 		return k, errTooLarge
 	}
 	return k, err
