@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -378,5 +379,80 @@ func TestResponsesStreamRedaction(t *testing.T) {
 		if s != i {
 			t.Fatalf("sequence numbers %v are not consecutive", seqs)
 		}
+	}
+}
+
+// TestPoliciesOnLocalGeneration: a local model's answer is governed on its
+// native events by the generation service, not on the rendered bytes. The
+// echoed prompt makes the answer hold an email: it is redacted whole and
+// streamed, a deny over the whole answer is a 403 or the stream's error
+// event, and the captured record keeps the answer as the client saw it.
+func TestPoliciesOnLocalGeneration(t *testing.T) {
+	e := newEnv(t, tinyStore(t, "tiny"), engine.Config{})
+	teamA, keyA := teamWithKey(t, e, "local-governed")
+	readerA := e.json("POST", "/v1/keys", map[string]any{"name": "auditor", "team_id": teamA, "scopes": []string{"records:read"}}, 201)["key"].(string)
+	e.json("PATCH", "/v1/teams/"+teamA, map[string]any{"capture": true}, 200)
+	e.json("POST", "/v1/policies", map[string]any{"name": "scrub", "scope": "team", "scope_id": teamA, "enabled": true,
+		"rules": []map[string]any{{"name": "redact-email-out", "stage": "output", "when": "true", "action": "redact", "redact": []string{"email"}}}}, 201)
+	const secret = "jane.doe@example.com"
+	body := map[string]any{"model": "tiny", "prompt": "mail " + secret + " now", "echo": true, "max_tokens": 3, "temperature": 0}
+
+	var whole textCompletion
+	resp := e.request(keyA, "POST", "/v1/completions", body)
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || json.Unmarshal(raw, &whole) != nil || !strings.HasPrefix(whole.Choices[0].Text, "mail [REDACTED:email] now") || strings.Contains(string(raw), "jane") {
+		t.Fatalf("whole answer: %d %s", resp.StatusCode, raw)
+	}
+
+	body["stream"] = true
+	req, _ := http.NewRequest("POST", e.url+"/v1/completions", bytes.NewReader(mustJSON(t, body)))
+	req.Header.Set("Authorization", "Bearer "+keyA)
+	req.Header.Set("X-Request-Id", "req-local-captured")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks, done := sseEvents(t, resp.Body)
+	resp.Body.Close()
+	var streamed strings.Builder
+	for _, c := range chunks {
+		for _, ch := range c["choices"].([]any) {
+			streamed.WriteString(ch.(map[string]any)["text"].(string))
+		}
+	}
+	if !done || streamed.String() != whole.Choices[0].Text {
+		t.Fatalf("streamed %q (done %v), whole %q", streamed.String(), done, whole.Choices[0].Text)
+	}
+	var rec map[string]any
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		r := e.request(readerA, "GET", "/v1/logs/req-local-captured", nil)
+		rec = map[string]any{}
+		json.NewDecoder(r.Body).Decode(&rec)
+		r.Body.Close()
+		if r.StatusCode == 200 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if rec["output"] != streamed.String() || rec["model"] != "tiny" || rec["backend"] != "local" {
+		t.Fatalf("captured record: %v", rec)
+	}
+
+	// A deny over the whole answer.
+	e.json("POST", "/v1/policies", map[string]any{"name": "no-mail", "scope": "team", "scope_id": teamA, "enabled": true,
+		"rules": []map[string]any{{"name": "no-mail", "stage": "output", "when": `output.contains("mail")`, "action": "deny", "reason": "no mail talk"}}}, 201)
+	body["stream"] = false
+	resp = e.request(keyA, "POST", "/v1/completions", body)
+	raw, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 403 || !strings.Contains(string(raw), `"rule":"no-mail"`) {
+		t.Fatalf("denied whole answer: %d %s", resp.StatusCode, raw)
+	}
+	body["stream"] = true
+	resp = e.request(keyA, "POST", "/v1/completions", body)
+	raw, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(raw), `"code":"policy_violation"`) || strings.Contains(string(raw), "[DONE]") {
+		t.Fatalf("denied stream: %d %s", resp.StatusCode, raw)
 	}
 }

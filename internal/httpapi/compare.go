@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
+	"github.com/sovereign-ai/sovereign/internal/generate"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/openai"
 )
@@ -101,7 +102,7 @@ func (s *Server) compareOne(ctx context.Context, name string, native inference.C
 	}
 	m, err := s.Models.Resolve(ctx, name)
 	if err != nil {
-		return fail(catalogError(err, name))
+		return fail(generate.CatalogError(err, name))
 	}
 	res.Model = m.ID
 	if d := m.Deprecation; d != nil && d.Sunset != nil && !time.Now().Before(*d.Sunset) {
@@ -117,7 +118,7 @@ func (s *Server) compareOne(ctx context.Context, name string, native inference.C
 		return fail(err)
 	}
 	// Each model's run is an inference of its own under the limits.
-	redact, err := s.admit(ctx, nil, m, gate{text: messagesText(native.Messages), maxTokens: native.MaxTokens, output: true, route: "/v1/models/compare"})
+	redact, err := s.admit(ctx, nil, m, generate.Gate{Text: messagesText(native.Messages), MaxTokens: native.MaxTokens, Output: true})
 	if err != nil {
 		return fail(err)
 	}
@@ -130,10 +131,11 @@ func (s *Server) compareOne(ctx context.Context, name string, native inference.C
 		native.Messages = msgs
 	}
 	native.Model, native.Stream = m.ID, true
-	st, err := s.complete(ctx, m, native, true)
+	sts, err := s.Gen.Start(ctx, info(ctx), m, native, 1)
 	if err != nil {
 		return fail(err)
 	}
+	st := sts[0]
 	defer st.Close()
 	var text strings.Builder
 	var first, last time.Time

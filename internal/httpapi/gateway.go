@@ -35,16 +35,13 @@ func (s *Server) peekModel(w http.ResponseWriter, r *http.Request, capability st
 		return nil, p, catalog.Resolved{}, err
 	}
 	if p.User != "" {
-		i := info(r.Context())
-		i.mu.Lock()
-		i.user = p.User
-		i.mu.Unlock()
+		info(r.Context()).SetUser(p.User)
 	}
 	m, err := s.model(w, r, p.Model, capability)
 	if err != nil {
 		return body, p, m, err
 	}
-	redact, err := s.admit(r.Context(), w.Header(), m, peekGate(r, p, capability != "embeddings"))
+	redact, err := s.admit(r.Context(), w.Header(), m, peekGate(p, capability != "embeddings"))
 	if err != nil || redact == nil {
 		return body, p, m, err
 	}
@@ -83,16 +80,16 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, m catalog.Resolve
 	start := time.Now()
 	rl, err := m.Relay.Relay(ctx, inference.RelayRequest{Path: path, Body: body, Stream: p.Stream, Prompt: p.Prompt, MaxInputTokens: m.Limits.MaxInputTokens})
 	if err != nil {
-		s.record(ctx, m.ID, catalog.Observation{Latency: time.Since(start), Failed: true})
+		s.Gen.Observe(ctx, m.ID, catalog.Observation{Latency: time.Since(start), Failed: true})
 		return err
 	}
 	defer rl.Close()
-	info(r.Context()).noteReplica(rl.Replica())
+	info(r.Context()).NoteReplica(rl.Replica())
 	obs := catalog.Observation{}
 	var first, last time.Time
 	ev, err := rl.Next()
 	if err != nil {
-		s.record(ctx, m.ID, catalog.Observation{Latency: time.Since(start), Failed: true})
+		s.Gen.Observe(ctx, m.ID, catalog.Observation{Latency: time.Since(start), Failed: true})
 		return err
 	}
 	var out *sse
@@ -127,7 +124,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, m catalog.Resolve
 	if !errors.Is(err, io.EOF) {
 		if ctx.Err() == nil {
 			obs.Failed = true
-			s.record(ctx, m.ID, obs)
+			s.Gen.Observe(ctx, m.ID, obs)
 		}
 		if out == nil {
 			return err
@@ -135,14 +132,14 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, m catalog.Resolve
 		return out.fail(err)
 	}
 	u := rl.Usage()
-	info(r.Context()).noteUsage(u.PromptTokens, u.CompletionTokens, first)
+	info(r.Context()).NoteUsage(u.PromptTokens, u.CompletionTokens, first)
 	if s.Metrics != nil {
 		s.Metrics.AddTokens(m.ID, u.PromptTokens, u.CompletionTokens)
 	}
 	if !first.IsZero() {
 		obs.TTFT, obs.CompletionTokens, obs.Decode = first.Sub(start), u.CompletionTokens, last.Sub(first)
 	}
-	s.record(ctx, m.ID, obs)
+	s.Gen.Observe(ctx, m.ID, obs)
 	return nil
 }
 

@@ -222,13 +222,18 @@ func (s *Server) answerStream(ctx context.Context, m catalog.Resolved, ans *answ
 	if ans.Abstains() {
 		return ans.Settle(inference.StreamOf(inference.Event{Done: true, FinishReason: inference.FinishStop, Usage: &inference.Usage{}}), nil), nil
 	}
-	st, err := s.complete(ctx, m, req, true)
+	sts, err := s.Gen.Start(ctx, info(ctx), m, req, 1)
 	if err != nil {
 		return nil, err
 	}
+	st := sts[0]
 	again := func(r inference.CompletionRequest) (inference.Stream, error) {
 		r.Model, r.Stream = req.Model, req.Stream
-		return s.complete(ctx, m, r, true)
+		sts, err := s.Gen.Start(ctx, info(ctx), m, r, 1)
+		if err != nil {
+			return nil, err
+		}
+		return sts[0], nil
 	}
 	return ans.Settle(st, again), nil
 }

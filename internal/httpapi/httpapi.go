@@ -20,6 +20,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/answers"
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
+	"github.com/sovereign-ai/sovereign/internal/generate"
 	"github.com/sovereign-ai/sovereign/internal/metrics"
 	"github.com/sovereign-ai/sovereign/internal/records"
 	"github.com/sovereign-ai/sovereign/internal/responses"
@@ -93,8 +94,21 @@ type Server struct {
 	// Idempotency, when set, makes the create routes honour an
 	// Idempotency-Key header (docs/idempotency.md).
 	Idempotency IdempotencyService
+	// Gen is the generation service every model call goes through (nil:
+	// Handler builds one over the fields above).
+	Gen *generate.Service
 	// handler is the whole API as Handler built it, for Invoke.
 	handler http.Handler
+}
+
+// NewGenerator is the generation service over the server's catalog,
+// policies, limits, capture settings, metrics, request log and keys.
+func (s *Server) NewGenerator() *generate.Service {
+	g := &generate.Service{Models: s.Models, Policies: s.Policies, Limits: s.Limits, Capture: s.Capture, Records: s.Records, Keys: s.Keys}
+	if s.Metrics != nil {
+		g.Metrics = s.Metrics // a nil *Metrics must stay a nil interface
+	}
+	return g
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request) error
@@ -117,6 +131,9 @@ func (s *Server) Handler() http.Handler {
 	}
 	if s.MaxBody <= 0 {
 		s.MaxBody = 8 << 20
+	}
+	if s.Gen == nil {
+		s.Gen = s.NewGenerator()
 	}
 	mux := http.NewServeMux()
 	s.mux = mux
@@ -280,7 +297,7 @@ func (s *Server) handle(scope auth.Scope, h handlerFunc) http.Handler {
 		if scope != public {
 			var err error
 			if r, err = s.authenticate(r, scope); err != nil {
-				info(r.Context()).noteError(err)
+				info(r.Context()).NoteError(err)
 				apierr.Write(rw, err)
 				return
 			}
@@ -298,18 +315,18 @@ func (s *Server) handle(scope auth.Scope, h handlerFunc) http.Handler {
 		}()
 		// Output policies see the answer on its way out (inert unless
 		// the request armed them).
-		pw := &policyWriter{ResponseWriter: rw, s: s, info: info(r.Context())}
+		pw := &policyWriter{ResponseWriter: rw, s: s, call: info(r.Context())}
 		err := h(pw, r)
 		if err == nil {
 			pw.finish()
 			return
 		}
-		info(r.Context()).noteError(err)
+		info(r.Context()).NoteError(err)
 		if rw.wrote {
 			// Streaming already started; the handler reported in-band. The
 			// access log line records the failure.
-			if info, ok := r.Context().Value(infoCtx).(*requestInfo); ok {
-				info.failed = err
+			if call, ok := r.Context().Value(infoCtx).(*generate.Call); ok {
+				call.Fail(err)
 			} else {
 				s.Log.Warn("request failed after response started", "path", r.URL.Path, "err", err)
 			}

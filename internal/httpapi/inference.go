@@ -13,6 +13,7 @@ import (
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
+	"github.com/sovereign-ai/sovereign/internal/generate"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/openai"
 )
@@ -46,18 +47,18 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 	req.Model, native.Model, native.Stream = m.ID, m.ID, req.Stream
 	ctx, cancel := withTimeout(r)
 	defer cancel()
-	streams, err := s.completeN(ctx, m, native, req.Choices())
+	gen, err := s.generate(ctx, m, native, req.Choices())
 	if err != nil {
 		return err
 	}
-	defer func() {
-		for _, st := range streams {
-			st.Close()
-		}
-	}()
+	defer gen.Close()
+	streams := gen.Streams
 	if !req.Stream {
 		out, err := openai.CollectChat(streams, req.Model, native.Logprobs)
 		if err != nil {
+			return err
+		}
+		if err := gen.End(); err != nil {
 			return err
 		}
 		if req.Legacy() {
@@ -87,6 +88,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 	})
 	if err != nil {
 		return err
+	}
+	if err := gen.End(); err != nil {
+		return out.fail(err)
 	}
 	if includeUsage {
 		if err := out.send(cs.UsageChunk(openai.SumUsage(usages))); err != nil {
@@ -161,26 +165,15 @@ func relay(ctx context.Context, out *sse, first indexedEvent, events <-chan inde
 	return ctx.Err()
 }
 
-// completeN starts n generations of req (n choices); with a seed, choice i
-// uses seed+i so the choices differ yet stay reproducible.
-func (s *Server) completeN(ctx context.Context, m catalog.Resolved, req inference.CompletionRequest, n int) ([]inference.Stream, error) {
-	streams := make([]inference.Stream, 0, n)
-	for i := 0; i < n; i++ {
-		r := req
-		if req.Seed != nil && i > 0 {
-			seed := *req.Seed + uint32(i)
-			r.Seed = &seed
-		}
-		st, err := s.complete(ctx, m, r, i == 0)
-		if err != nil {
-			for _, o := range streams {
-				o.Close()
-			}
-			return nil, err
-		}
-		streams = append(streams, st)
+// generate starts n governed generations of req (n choices) for the
+// request: the generation service starts them and applies the request's
+// output policies to their native events.
+func (s *Server) generate(ctx context.Context, m catalog.Resolved, req inference.CompletionRequest, n int) (*generate.Generation, error) {
+	streams, err := s.Gen.Start(ctx, info(ctx), m, req, n)
+	if err != nil {
+		return nil, err
 	}
-	return streams, nil
+	return s.Gen.Output(info(ctx), streams), nil
 }
 
 type indexedEvent struct {
@@ -260,23 +253,27 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
 	// One generation per prompt and choice: prompt k's choices are
 	// k*n … k*n+n-1, as OpenAI numbers them.
 	n := req.Choices()
-	var streams []inference.Stream
-	defer func() {
-		for _, st := range streams {
-			st.Close()
-		}
-	}()
+	var started []inference.Stream
 	for _, nat := range natives {
-		sts, err := s.completeN(ctx, m, nat, n)
+		sts, err := s.Gen.Start(ctx, info(ctx), m, nat, n)
 		if err != nil {
+			for _, st := range started {
+				st.Close()
+			}
 			return err
 		}
-		streams = append(streams, sts...)
+		started = append(started, sts...)
 	}
+	gen := s.Gen.Output(info(ctx), started)
+	defer gen.Close()
+	streams := gen.Streams
 	logprobs := natives[0].Logprobs
 	if !req.Stream {
 		out, err := openai.CollectTexts(streams, n, req.Model, logprobs)
 		if err != nil {
+			return err
+		}
+		if err := gen.End(); err != nil {
 			return err
 		}
 		return writeJSON(w, http.StatusOK, out)
@@ -301,6 +298,9 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
 	})
 	if err != nil {
 		return err
+	}
+	if err := gen.End(); err != nil {
+		return out.fail(err)
 	}
 	if includeUsage {
 		if err := out.send(ts.UsageChunk(openai.NewUsage(&total))); err != nil {
@@ -328,16 +328,16 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) error {
 	}
 	req.Model, native.Model = m.ID, m.ID
 	start := time.Now()
-	b, err := target(m)
+	b, err := generate.Target(m)
 	if err != nil {
 		return err
 	}
 	res, err := b.Embed(r.Context(), native)
-	s.record(r.Context(), m.ID, catalog.Observation{Latency: time.Since(start), Failed: err != nil})
+	s.Gen.Observe(r.Context(), m.ID, catalog.Observation{Latency: time.Since(start), Failed: err != nil})
 	if err != nil {
 		return err
 	}
-	info(r.Context()).noteUsage(res.PromptTokens, 0, time.Time{})
+	info(r.Context()).NoteUsage(res.PromptTokens, 0, time.Time{})
 	if s.Metrics != nil {
 		s.Metrics.AddTokens(req.Model, res.PromptTokens, 0)
 	}
@@ -373,7 +373,7 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) error {
 	if req.AddSpecial != nil {
 		add = *req.AddSpecial
 	}
-	b, err := target(m)
+	b, err := generate.Target(m)
 	if err != nil {
 		return err
 	}
@@ -399,7 +399,7 @@ func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	req.Model = m.ID
-	b, err := target(m)
+	b, err := generate.Target(m)
 	if err != nil {
 		return err
 	}
@@ -408,111 +408,4 @@ func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, map[string]string{"text": res.Content})
-}
-
-// complete starts a generation. Token usage is counted in the metrics;
-// with record, the request's outcome, latency, TTFT and decode speed go to
-// the model's live figures (one stream per request records).
-func (s *Server) complete(ctx context.Context, m catalog.Resolved, req inference.CompletionRequest, record bool) (inference.Stream, error) {
-	b, err := target(m)
-	if err != nil {
-		return nil, err
-	}
-	start := time.Now()
-	st, err := b.Complete(ctx, req)
-	if err != nil {
-		if record {
-			s.record(ctx, req.Model, catalog.Observation{Latency: time.Since(start), Failed: true})
-		}
-		return nil, err
-	}
-	if rp, ok := st.(interface{ Replica() string }); ok {
-		info(ctx).noteReplica(rp.Replica()) // an upstream's
-	}
-	return &observedStream{Stream: st, s: s, ctx: ctx, model: req.Model, start: start, record: record}, nil
-}
-
-// target is the backend of a resolved model.
-func target(m catalog.Resolved) (inference.Backend, error) {
-	if m.Target == nil {
-		return nil, fmt.Errorf("%w: %q (no local engine)", inference.ErrModelNotFound, m.ID)
-	}
-	return m.Target, nil
-}
-
-// record adds an observation to the model's figures and metrics, unless
-// the client went away (which says nothing about the model).
-func (s *Server) record(ctx context.Context, model string, o catalog.Observation) {
-	if o.Failed && ctx.Err() != nil {
-		return
-	}
-	s.Models.Record(model, o)
-	if s.Metrics != nil {
-		s.Metrics.ObserveModel(model, o.Failed)
-	}
-}
-
-// observedStream measures a generation as its events pass.
-type observedStream struct {
-	inference.Stream
-	mu     sync.Mutex
-	s      *Server
-	ctx    context.Context
-	model  string
-	record bool
-	start  time.Time
-	first  time.Time
-	last   time.Time
-	tokens int
-	failed bool
-	done   bool
-	closed bool
-}
-
-func (o *observedStream) Recv() (inference.Event, error) {
-	ev, err := o.Stream.Recv()
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	switch {
-	case err != nil && !errors.Is(err, io.EOF):
-		o.failed = true
-	case err == nil:
-		now := time.Now()
-		if ev.Text != "" && o.first.IsZero() {
-			o.first = now
-		}
-		if ev.Done {
-			o.done, o.last = true, now
-			if ev.Usage != nil {
-				o.tokens = ev.Usage.CompletionTokens
-				if o.s.Metrics != nil {
-					o.s.Metrics.AddTokens(o.model, ev.Usage.PromptTokens, ev.Usage.CompletionTokens)
-				}
-				// The choices of one request share its prompt: counted once.
-				prompt := 0
-				if o.record {
-					prompt = ev.Usage.PromptTokens
-				}
-				info(o.ctx).noteUsage(prompt, ev.Usage.CompletionTokens, o.first)
-			}
-		}
-	}
-	return ev, err
-}
-
-func (o *observedStream) Close() error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if !o.closed {
-		o.closed = true
-		if o.record && (o.done || o.failed) {
-			obs := catalog.Observation{Latency: time.Since(o.start), Failed: o.failed}
-			if !o.first.IsZero() {
-				obs.TTFT = o.first.Sub(o.start)
-				obs.CompletionTokens, obs.Decode = o.tokens, o.last.Sub(o.first)
-			}
-			o.s.record(o.ctx, o.model, obs)
-		}
-	}
-	return o.Stream.Close()
 }

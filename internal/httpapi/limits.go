@@ -15,6 +15,7 @@ import (
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
+	"github.com/sovereign-ai/sovereign/internal/generate"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/limits"
 	"github.com/sovereign-ai/sovereign/internal/openai"
@@ -31,125 +32,28 @@ type Limiter interface {
 	Delete(ctx context.Context, scope, subject string) error
 }
 
-// defaultOutputReservation is the output a request reserves against token
-// limits when neither it nor its model sets an output limit; settling
-// corrects it to what was generated.
-const defaultOutputReservation = 1024
-
-// gate is what admission needs from a request once its model is known.
-type gate struct {
-	// text is the request's input text (policies read it; its size makes
-	// the prompt's share of the token reservation).
-	text string
-	// maxTokens is the output limit the request sets (0: none); output
-	// is false for routes that generate nothing (embeddings, rerank).
-	maxTokens int
-	output    bool
-	// route is the request's path, for policies.
-	route string
-}
-
-// peekGate is the gate of a peeked inference request.
-func peekGate(r *http.Request, p openai.Peek, output bool) gate {
-	g := gate{text: p.Prompt, output: output, route: r.URL.Path}
+// peekGate is the admission gate of a peeked inference request.
+func peekGate(p openai.Peek, output bool) generate.Gate {
+	g := generate.Gate{Text: p.Prompt, Output: output}
 	for _, v := range []*int{p.MaxTokens, p.MaxCompletionTokens, p.MaxOutputTokens} {
 		if v != nil && *v > 0 {
-			g.maxTokens = *v
+			g.MaxTokens = *v
 			break
 		}
 	}
 	return g
 }
 
-// admit is where every inference request passes once its model is
-// resolved: first the input policies (a deny never reaches the model or
-// uses a limit), then the rate limits and quotas of its key, its team and
-// its model. It sets the x-ratelimit headers, and keeps the reservation on
-// the request to settle to the real usage when it ends (observe). It
-// returns the function that redacts the request's text when a policy says
-// so (nil: nothing to redact).
-func (s *Server) admit(ctx context.Context, h http.Header, m catalog.Resolved, g gate) (func(string) string, error) {
-	redact, err := s.checkInput(ctx, m, g)
-	if err != nil {
-		return nil, err
-	}
-	i := info(ctx)
-	if s.Capture != nil && i.key != nil && s.Capture.Enabled(i.key.TeamID) {
-		// The team keeps its prompts and outputs: the prompt as the model
-		// will see it (after the input policies' redaction); the output
-		// is collected on its way out (policyWriter).
-		text := g.text
-		if redact != nil {
-			text = redact(text)
-		}
-		i.mu.Lock()
-		i.capture, i.prompt = true, text
-		i.mu.Unlock()
-	}
-	if s.Limits == nil {
-		return redact, nil
-	}
-	if i.key == nil {
-		return redact, nil
-	}
-	out := 0
-	if g.output {
-		out = g.maxTokens
-		if out <= 0 {
-			out = m.Limits.MaxOutputTokens
-		}
-		if out <= 0 {
-			out = defaultOutputReservation
-		}
-	}
-	// Leases are named by a fresh id: x-request-id is the client's to
-	// choose and need not be unique.
-	tk, st, err := s.Limits.Admit(ctx, limits.Request{ID: newRequestID(), KeyID: i.key.ID, TeamID: i.key.TeamID, Model: m.ID,
-		Tokens: limits.Estimate(len(g.text), out)})
+// admit runs the generation service's admission (input policies, then
+// limits) for the request and sets the x-ratelimit headers on h (nil: a
+// request that answers none, a comparison's models). It returns the
+// function that redacts the request's text when a policy says so.
+func (s *Server) admit(ctx context.Context, h http.Header, m catalog.Resolved, g generate.Gate) (func(string) string, error) {
+	redact, st, err := s.Gen.Admit(ctx, info(ctx), m, g)
 	if h != nil {
 		rateHeaders(h, st)
 	}
-	if err != nil {
-		return nil, err
-	}
-	if tk != nil {
-		i.mu.Lock()
-		i.tickets = append(i.tickets, tk)
-		i.mu.Unlock()
-	}
-	return redact, nil
-}
-
-// governed reports whether the request holds reservations to settle.
-func (i *requestInfo) governed() bool {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	return len(i.tickets) > 0
-}
-
-// settle turns the request's reservations into its real usage (split
-// between them by their size when a request made several, as a comparison
-// does) and releases its concurrency leases.
-func (i *requestInfo) settle(ctx context.Context) {
-	i.mu.Lock()
-	tickets, used := i.tickets, int64(i.promptTokens+i.completed)
-	i.tickets = nil
-	i.mu.Unlock()
-	if len(tickets) == 1 {
-		tickets[0].Settle(ctx, used)
-		return
-	}
-	var total int64
-	for _, t := range tickets {
-		total += t.Reserved()
-	}
-	for _, t := range tickets {
-		share := used / int64(len(tickets))
-		if total > 0 {
-			share = int64(math.Round(float64(used) * float64(t.Reserved()) / float64(total)))
-		}
-		t.Settle(ctx, share)
-	}
+	return redact, err
 }
 
 // rateHeaders sets OpenAI's x-ratelimit headers from the most restrictive

@@ -2,20 +2,16 @@ package httpapi
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"net"
 	"net/http"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
-	"github.com/sovereign-ai/sovereign/internal/limits"
-	"github.com/sovereign-ai/sovereign/internal/records"
+	"github.com/sovereign-ai/sovereign/internal/generate"
 )
 
 // Authenticator resolves a bearer secret to its key.
@@ -31,70 +27,14 @@ const (
 	infoCtx
 )
 
-// requestInfo carries what inner handlers learn back to the access log
-// and the request record.
-type requestInfo struct {
-	key *auth.Key
-	// failed is the error that ended a response after it had started (a
-	// stream that broke): the status says 200, the log says what happened.
-	failed error
-
-	mu                      sync.Mutex
-	errorCode               string
-	model, backend, user    string
-	replica                 string
-	promptTokens, completed int
-	firstToken              time.Time
-	// tickets are the request's admissions under the limits, settled
-	// when it ends.
-	tickets []*limits.Ticket
-	// output, when set, is the output stage of the request's policies
-	// (policyWriter applies it to the answer).
-	output *outputPolicy
-	// capture says the team keeps prompts and outputs in its records;
-	// prompt and answer are the texts kept (redacted by its policies).
-	capture        bool
-	prompt, answer string
-}
-
-// info returns the request's info (a throwaway one outside observe).
-func info(ctx context.Context) *requestInfo {
-	if i, ok := ctx.Value(infoCtx).(*requestInfo); ok {
+// info returns the request's account (a throwaway one outside observe):
+// the generation service's Call, which the request's steps note what they
+// learn on and which its request record is built from.
+func info(ctx context.Context) *generate.Call {
+	if i, ok := ctx.Value(infoCtx).(*generate.Call); ok {
 		return i
 	}
-	return &requestInfo{}
-}
-
-// noteModel records the request's resolved model and backend.
-func (i *requestInfo) noteModel(id, backend string) {
-	i.mu.Lock()
-	i.model, i.backend = id, backend
-	i.mu.Unlock()
-}
-
-// noteReplica records the upstream replica that answered.
-func (i *requestInfo) noteReplica(base string) {
-	i.mu.Lock()
-	i.replica = base
-	i.mu.Unlock()
-}
-
-// noteUsage adds a generation's tokens and its first token's time.
-func (i *requestInfo) noteUsage(prompt, completion int, first time.Time) {
-	i.mu.Lock()
-	i.promptTokens += prompt
-	i.completed += completion
-	if !first.IsZero() && (i.firstToken.IsZero() || first.Before(i.firstToken)) {
-		i.firstToken = first
-	}
-	i.mu.Unlock()
-}
-
-// noteError records the error code a request ended with.
-func (i *requestInfo) noteError(err error) {
-	i.mu.Lock()
-	i.errorCode = string(apierr.From(err).Code)
-	i.mu.Unlock()
+	return &generate.Call{}
 }
 
 // KeyFrom returns the authenticated key of the request, if any.
@@ -111,11 +51,7 @@ func RequestID(ctx context.Context) string {
 
 var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 
-func newRequestID() string {
-	var b [12]byte
-	rand.Read(b[:])
-	return "req_" + hex.EncodeToString(b[:])
-}
+func newRequestID() string { return generate.NewID() }
 
 // statusWriter records the response status for logs and metrics.
 type statusWriter struct {
@@ -157,8 +93,8 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			id = newRequestID()
 		}
 		w.Header().Set("X-Request-Id", id)
-		info := &requestInfo{}
-		ctx := context.WithValue(context.WithValue(r.Context(), requestIDCtx, id), infoCtx, info)
+		call := &generate.Call{ID: id, Method: r.Method, Path: r.URL.Path, ClientIP: clientIP(r), Start: start}
+		ctx := context.WithValue(context.WithValue(r.Context(), requestIDCtx, id), infoCtx, call)
 		sw := &statusWriter{ResponseWriter: w}
 		inner := r.WithContext(ctx)
 		next.ServeHTTP(sw, inner)
@@ -166,11 +102,11 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		// of this client can be admitted (a lease must not outlive it).
 		// A response of known length is flushed first, so that the client
 		// has it whole while the limits store is told.
-		if info.governed() {
+		if s.Gen.Holds(call) {
 			if sw.Header().Get("Content-Length") != "" {
 				sw.Flush()
 			}
-			info.settle(ctx)
+			s.Gen.Settle(ctx, call)
 		}
 		if sw.status == 0 {
 			sw.status = http.StatusOK
@@ -183,43 +119,21 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		if s.Metrics != nil {
 			s.Metrics.ObserveRequest(route, r.Method, sw.status, d)
 		}
-		if s.Records != nil && (strings.Contains(route, " /v1/") || strings.Contains(route, " /v2/")) {
-			s.Records.Log(s.requestRecord(inner, id, route, sw.status, start, d, info))
+		if strings.Contains(route, " /v1/") || strings.Contains(route, " /v2/") {
+			call.Route = route
+			s.Gen.Log(call, sw.status)
 		}
 		attrs := []any{"request_id", id, "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration_ms", d.Milliseconds()}
-		if k := info.key; k != nil {
+		if k, ok := call.Key(); ok {
 			attrs = append(attrs, "key_id", k.ID, "team_id", k.TeamID)
 		}
-		if info.failed != nil {
-			attrs = append(attrs, "outcome", "failed_after_start", "error", info.failed.Error())
+		if failed := call.Failed(); failed != nil {
+			attrs = append(attrs, "outcome", "failed_after_start", "error", failed.Error())
 			s.Log.Warn("request", attrs...)
 			return
 		}
 		s.Log.Info("request", attrs...)
 	})
-}
-
-// requestRecord is the record of a finished API call.
-func (s *Server) requestRecord(r *http.Request, id, route string, status int, start time.Time, d time.Duration, info *requestInfo) records.Record {
-	info.mu.Lock()
-	defer info.mu.Unlock()
-	rec := records.Record{ID: id, Time: start, Method: r.Method, Route: route, Status: status, ErrorCode: info.errorCode,
-		LatencyMs: float64(d.Microseconds()) / 1000, Model: info.model, Backend: info.backend, Replica: info.replica, User: info.user,
-		PromptTokens: info.promptTokens, CompletionTokens: info.completed, ClientIP: clientIP(r)}
-	if info.capture {
-		rec.Prompt, rec.Output = records.Truncate(info.prompt), records.Truncate(info.answer)
-	}
-	if k := info.key; k != nil {
-		rec.TeamID, rec.KeyID = k.TeamID, k.ID
-	}
-	if !info.firstToken.IsZero() {
-		ms := float64(info.firstToken.Sub(start).Microseconds()) / 1000
-		rec.TTFTMs = &ms
-	}
-	if info.failed != nil && rec.ErrorCode == "" {
-		rec.ErrorCode = string(apierr.From(info.failed).Code)
-	}
-	return rec
 }
 
 // clientIP is the address the request came from (the peer's: headers a
@@ -268,8 +182,8 @@ func (s *Server) authenticate(r *http.Request, scope auth.Scope) (*http.Request,
 // names the key either way: a refusal is the key's call too, and must be
 // found by its team and key id.
 func authorize(r *http.Request, key auth.Key, scope auth.Scope) (*http.Request, error) {
-	if info, ok := r.Context().Value(infoCtx).(*requestInfo); ok {
-		info.key = &key
+	if call, ok := r.Context().Value(infoCtx).(*generate.Call); ok {
+		call.SetKey(key)
 	}
 	if !auth.HasScope(key, scope) {
 		return r, &apierr.Error{Code: apierr.PermissionDenied, Message: "This API key lacks the '" + string(scope) + "' scope this operation needs."}

@@ -8,11 +8,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
-	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
+	"github.com/sovereign-ai/sovereign/internal/generate"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/openai"
 )
@@ -32,20 +31,7 @@ type ModelCatalog interface {
 }
 
 // catalogError maps the catalog's errors to API errors.
-func catalogError(err error, id string) error {
-	var se *catalog.SpecError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &se):
-		return apierr.Invalid(se.Field, se.Message)
-	case errors.Is(err, catalog.ErrNotFound):
-		return &apierr.Error{Code: apierr.ModelNotFound, Param: "model", Message: fmt.Sprintf("the model %q does not exist; GET /v1/models lists the models", id), Err: err}
-	case errors.Is(err, catalog.ErrConflict), errors.Is(err, catalog.ErrReadOnly):
-		return &apierr.Error{Code: apierr.Conflict, Message: strings.TrimPrefix(err.Error(), "model conflict: "), Err: err}
-	}
-	return err
-}
+var catalogError = generate.CatalogError
 
 // model resolves the model a request names, checks that it offers
 // capability and has not been retired, and sets the Deprecation, Sunset
@@ -54,19 +40,9 @@ func (s *Server) model(w http.ResponseWriter, r *http.Request, name, capability 
 	if name == "" {
 		return catalog.Resolved{}, apierr.Invalid("model", "'model' is required")
 	}
-	m, err := s.Models.Resolve(r.Context(), name)
-	if err != nil {
-		return m, catalogError(err, name)
-	}
-	info(r.Context()).noteModel(m.ID, m.Backend)
+	m, err := s.Gen.Resolve(r.Context(), info(r.Context()), name, capability)
 	if d := m.Deprecation; d != nil {
-		replacement := ""
-		if d.Replacement != "" {
-			replacement = fmt.Sprintf("; use %q instead", d.Replacement)
-		}
-		if d.Sunset != nil && !time.Now().Before(*d.Sunset) {
-			return m, apierr.New(apierr.ModelRetired, fmt.Sprintf("the model %q was retired on %s%s", m.ID, d.Sunset.UTC().Format(time.RFC3339), replacement))
-		}
+		// Said with a capability refusal and a retirement too.
 		h := w.Header()
 		if d.DeprecatedAt != nil {
 			h.Set("Deprecation", fmt.Sprintf("@%d", d.DeprecatedAt.Unix()))
@@ -80,10 +56,7 @@ func (s *Server) model(w http.ResponseWriter, r *http.Request, name, capability 
 			h.Set("Link", fmt.Sprintf(`</v1/models/%s>; rel="successor-version"`, d.Replacement))
 		}
 	}
-	if capability != "" && !m.Has(capability) {
-		return m, apierr.Invalid("model", fmt.Sprintf("the model %q does not support %s (it supports: %s)", m.ID, capability, strings.Join(m.Capabilities, ", ")))
-	}
-	return m, nil
+	return m, err
 }
 
 // limit applies a model's per-request limits to a generation: a larger

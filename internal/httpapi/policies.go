@@ -6,11 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"sync"
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
-	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/policy"
 	"github.com/sovereign-ai/sovereign/internal/policy/pii"
 )
@@ -28,72 +26,6 @@ type Policies interface {
 	ListDecisions(ctx context.Context, f policy.DecisionFilter) ([]policy.Decision, bool, error)
 	GetDecision(ctx context.Context, teamID, id string, all bool) (policy.Decision, error)
 }
-
-// outputPolicy is what the output stage of a request needs: the set, the
-// request's input, and the detectors of its output redact rules (nil:
-// none apply, the answer is only evaluated).
-type outputPolicy struct {
-	set   *policy.Set
-	in    policy.Input
-	pii   *pii.Set
-	kinds []string
-}
-
-// checkInput evaluates the input-stage policies of a request: a deny is a
-// 403 policy_violation naming the rule (the model never sees the request),
-// redact rules return the function that redacts the request's text, and
-// every decision is recorded. It also arms the output stage when output
-// rules apply.
-func (s *Server) checkInput(ctx context.Context, m catalog.Resolved, g gate) (func(string) string, error) {
-	if s.Policies == nil {
-		return nil, nil
-	}
-	set := s.Policies.Set()
-	i := info(ctx)
-	k := i.key
-	if k == nil || set == nil {
-		return nil, nil
-	}
-	i.mu.Lock()
-	user := i.user
-	i.mu.Unlock()
-	in := policy.Input{RequestID: RequestID(ctx), Model: m.ID, Backend: m.Backend, Team: k.TeamID, Key: k.ID, User: user,
-		Route: g.route, ModelTags: m.Tags, MaxTokens: g.maxTokens, Input: g.text}
-	if set.Applies(policy.StageOutput, k.TeamID, k.ID) && g.output {
-		op := &outputPolicy{set: set, in: in}
-		op.in.Stage = policy.StageOutput
-		op.pii, op.kinds = set.Detectors(k.TeamID, k.ID)
-		i.mu.Lock()
-		i.output = op
-		i.mu.Unlock()
-	}
-	if !set.Applies(policy.StageInput, k.TeamID, k.ID) {
-		return nil, nil
-	}
-	in.Stage, in.Text = policy.StageInput, g.text
-	out := set.Evaluate(in)
-	s.Policies.Record(out.Decisions)
-	if out.Deny != nil {
-		return nil, denied(out.Deny)
-	}
-	if len(out.RedactKinds) == 0 || len(out.Redact) == 0 {
-		return nil, nil
-	}
-	ps, _ := set.Detectors(k.TeamID, k.ID)
-	if ps == nil {
-		ps = defaultPII()
-	}
-	kinds := out.RedactKinds
-	return func(text string) string { return pii.Redact(text, ps.Find(text, kinds...)) }, nil
-}
-
-// defaultPII is the built-in detector set, built once: requests redact
-// concurrently (it was a lazily set global without synchronisation, a
-// data race).
-var defaultPII = sync.OnceValue(func() *pii.Set {
-	s, _ := pii.New(nil)
-	return s
-})
 
 // structural are the request members whose strings are not text to
 // redact (names, schemas, settings).
@@ -389,10 +321,4 @@ func (s *Server) getDecision(w http.ResponseWriter, r *http.Request) error {
 		return policyError(err, "policy decision")
 	}
 	return writeJSON(w, http.StatusOK, d)
-}
-
-// denied is the 403 for a deny decision, naming the policy and rule in the
-// envelope's own members as well as in the message.
-func denied(d *policy.Decision) *apierr.Error {
-	return &apierr.Error{Code: apierr.PolicyViolation, Message: policy.DenyMessage(d), Policy: d.Policy, Rule: d.Rule}
 }

@@ -8,15 +8,18 @@ import (
 	"strings"
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
+	"github.com/sovereign-ai/sovereign/internal/generate"
 	"github.com/sovereign-ai/sovereign/internal/policy"
 	"github.com/sovereign-ai/sovereign/internal/policy/pii"
 	"github.com/sovereign-ai/sovereign/internal/records"
 )
 
-// policyWriter applies a request's output-stage policies to its answer,
-// whichever backend produced it (a local model's rendered answer or an
-// upstream's relayed one): it is inert unless checkInput armed the
-// request's output stage.
+// policyWriter applies a request's output-stage policies to an answer that
+// exists only as rendered bytes: an upstream's relayed answer, and the
+// answers not yet produced through a generate.Generation (answers with
+// sources, the Responses API, comparisons). It is inert unless the
+// request's admission armed the output stage and no Generation applied it
+// to the native events already (generate.Call.OutputArmed).
 //
 //   - A JSON answer is held until it is complete, then evaluated: a deny
 //     becomes a 403 policy_violation, redact rules redact its text.
@@ -29,10 +32,10 @@ import (
 type policyWriter struct {
 	http.ResponseWriter
 	s    *Server
-	info *requestInfo
+	call *generate.Call
 
 	mode   int
-	op     *outputPolicy
+	op     *generate.OutputPolicy
 	status int
 	buf    bytes.Buffer
 	// SSE state: the unfinished event, each text's redactor and original
@@ -62,9 +65,7 @@ func (p *policyWriter) decide(code int) {
 	if p.mode != modeUndecided {
 		return
 	}
-	p.info.mu.Lock()
-	p.op, p.capture = p.info.output, p.info.capture
-	p.info.mu.Unlock()
+	p.op, p.capture = p.call.OutputArmed()
 	ct := p.Header().Get("Content-Type")
 	switch {
 	case (p.op == nil && !p.capture) || code != http.StatusOK:
@@ -162,14 +163,7 @@ func encodeAny(v any) []byte {
 // evaluate runs the output stage on the answer's text and records the
 // decisions.
 func (p *policyWriter) evaluate(text string) policy.Outcome {
-	if p.op == nil {
-		return policy.Outcome{}
-	}
-	in := p.op.in
-	in.Text = text
-	out := p.op.set.Evaluate(in)
-	p.s.Policies.Record(out.Decisions)
-	return out
+	return p.s.Gen.Evaluate(p.op, text)
 }
 
 // finish sends a held JSON answer once evaluated. The handler adapter
@@ -189,11 +183,11 @@ func (p *policyWriter) finish() {
 	out := p.evaluate(text.String())
 	if out.Deny != nil {
 		p.Header().Del("Content-Length")
-		apierr.Write(p.ResponseWriter, denied(out.Deny))
+		apierr.Write(p.ResponseWriter, generate.Denied(out.Deny))
 		return
 	}
-	if len(out.Redact) > 0 && p.op.pii != nil {
-		walkText(v, false, func(s string) string { return pii.Redact(s, p.op.pii.Find(s, p.op.kinds...)) })
+	if len(out.Redact) > 0 && p.op.Redacts() {
+		walkText(v, false, p.op.Redact)
 		body = encodeAny(v)
 		text.Reset()
 		walkText(v, false, func(s string) string { text.WriteString(s); text.WriteByte('\n'); return s })
@@ -204,12 +198,7 @@ func (p *policyWriter) finish() {
 
 // captured hands the answer's text, as sent, to the request record.
 func (p *policyWriter) captured(text string) {
-	if !p.capture {
-		return
-	}
-	p.info.mu.Lock()
-	p.info.answer = text
-	p.info.mu.Unlock()
+	p.call.Keep(text)
 }
 
 func (p *policyWriter) send(body []byte) {
@@ -290,8 +279,8 @@ func (p *policyWriter) text(idx int, s string) string {
 		t = &strings.Builder{}
 		p.texts[idx] = t
 		p.order = append(p.order, idx)
-		if p.op != nil && p.op.pii != nil {
-			p.reds[idx] = p.op.pii.NewStreamRedactor(p.op.kinds...)
+		if r := p.op.NewStreamRedactor(); r != nil {
+			p.reds[idx] = r
 		}
 	}
 	t.WriteString(s)
@@ -391,8 +380,8 @@ func (p *policyWriter) responsesEvent(obj map[string]any, typ string) []byte {
 		}
 		fallthrough
 	default:
-		if p.op != nil && p.op.pii != nil {
-			walkText(obj, false, func(s string) string { return pii.Redact(s, p.op.pii.Find(s, p.op.kinds...)) })
+		if p.op.Redacts() {
+			walkText(obj, false, p.op.Redact)
 		}
 	}
 	if _, ok := obj["sequence_number"]; ok && p.shift > 0 {
@@ -424,7 +413,7 @@ func (p *policyWriter) end() bool {
 	if out.Deny == nil {
 		return false
 	}
-	env := denied(out.Deny).Envelope()
+	env := generate.Denied(out.Deny).Envelope()
 	b, _ := json.Marshal(env)
 	p.ResponseWriter.Write(append(append([]byte("data: "), b...), '\n', '\n'))
 	p.stopped = true

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
@@ -9,16 +10,21 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/sovereign-ai/sovereign/internal/auth"
+	"github.com/sovereign-ai/sovereign/internal/catalog"
+	"github.com/sovereign-ai/sovereign/internal/generate"
 	"github.com/sovereign-ai/sovereign/internal/policy"
 	"github.com/sovereign-ai/sovereign/internal/policy/pii"
 )
 
-// recordOnly is a Policies that only takes decisions.
+// recordOnly is a Policies that serves one set and takes decisions.
 type recordOnly struct {
 	Policies
+	set *policy.Set
 	got []policy.Decision
 }
 
+func (r *recordOnly) Set() *policy.Set            { return r.set }
 func (r *recordOnly) Record(ds []policy.Decision) { r.got = append(r.got, ds...) }
 
 // redactingWriter is a policyWriter armed with an output rule that
@@ -31,11 +37,17 @@ func redactingWriter(t testing.TB) (*policyWriter, *httptest.ResponseRecorder) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	op := &outputPolicy{set: set, in: policy.Input{Stage: policy.StageOutput}}
-	op.pii, op.kinds = set.Detectors("", "")
+	// The call is armed the way every request is: by its admission.
+	s := &Server{Policies: &recordOnly{set: set}}
+	s.Gen = s.NewGenerator()
+	call := &generate.Call{}
+	call.SetKey(auth.Key{ID: "key_t", TeamID: "team_t"})
+	if _, _, err := s.Gen.Admit(context.Background(), call, catalog.Resolved{ID: "m"}, generate.Gate{Output: true}); err != nil {
+		t.Fatal(err)
+	}
 	rec := httptest.NewRecorder()
 	rec.Header().Set("Content-Type", "text/event-stream")
-	return &policyWriter{ResponseWriter: rec, s: &Server{Policies: &recordOnly{}}, info: &requestInfo{output: op}}, rec
+	return &policyWriter{ResponseWriter: rec, s: s, call: call}, rec
 }
 
 // chatStream is text as chat chunks cut at the given sizes, then a

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
+	"github.com/sovereign-ai/sovereign/internal/generate"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/openai"
 )
@@ -130,7 +131,7 @@ func (s *Server) rerankDocs(w http.ResponseWriter, r *http.Request, req rerankRe
 	if err != nil {
 		return none, nil, nil, 0, err
 	}
-	redact, err := s.admit(r.Context(), w.Header(), m, gate{text: req.Query + "\n" + strings.Join(docs, "\n"), route: r.URL.Path})
+	redact, err := s.admit(r.Context(), w.Header(), m, generate.Gate{Text: req.Query + "\n" + strings.Join(docs, "\n")})
 	if err != nil {
 		return none, nil, nil, 0, err
 	}
@@ -146,7 +147,7 @@ func (s *Server) rerankDocs(w http.ResponseWriter, r *http.Request, req rerankRe
 	}
 	start := time.Now()
 	res, err := rr.Rerank(r.Context(), inference.RerankRequest{Model: m.ID, Query: req.Query, Documents: docs, TopN: topN})
-	s.record(r.Context(), m.ID, catalog.Observation{Latency: time.Since(start), Failed: err != nil})
+	s.Gen.Observe(r.Context(), m.ID, catalog.Observation{Latency: time.Since(start), Failed: err != nil})
 	if err != nil {
 		return none, nil, nil, 0, err
 	}
