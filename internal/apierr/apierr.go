@@ -115,6 +115,20 @@ func (e *Error) Status() int {
 	return 500
 }
 
+// Retryable reports whether the same request may succeed if made again:
+// a limit, a conflict with a request still running, a timeout, a call cut
+// short (cancelled: by its client, or by a server shutting down), and
+// server-side failures. Other 4xx are the request's own fault and a retry
+// meets them again. Callers that retry (workflow steps, batch lines)
+// classify by this, never by the message.
+func (e *Error) Retryable() bool {
+	switch st := e.Status(); {
+	case st >= 500, st == 408, st == 409, st == 425, st == 429, e.Code == RequestCancelled:
+		return true
+	}
+	return false
+}
+
 // FromBody reads an API error back from a response of status with the
 // envelope body (an in-process call's answer). A body that is not an
 // envelope gives an internal error quoting the status.

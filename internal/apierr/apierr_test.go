@@ -107,3 +107,18 @@ func TestWriteRendersTheEnvelope(t *testing.T) {
 		t.Fatalf("not an envelope: %+v", e)
 	}
 }
+
+func TestRetryableByStatusAndCode(t *testing.T) {
+	for code, want := range map[Code]bool{
+		InvalidRequest: false, ModelNotFound: false, PermissionDenied: false, InvalidAPIKey: false, PolicyViolation: false,
+		RateLimitExceeded: true, QuotaExceeded: true, Conflict: true, ModelOverloaded: true, ModelLoading: true,
+		ModelCrashed: true, Internal: true, LimitsUnavailable: true, RequestCancelled: true,
+	} {
+		if got := New(code, "x").Retryable(); got != want {
+			t.Errorf("%s (%d): retryable %v, want %v", code, New(code, "x").Status(), got, want)
+		}
+	}
+	if !From(context.Canceled).Retryable() || From(&inference.InvalidError{Param: "x", Message: "y"}).Retryable() {
+		t.Error("a cancelled call must be retryable, an invalid one not")
+	}
+}

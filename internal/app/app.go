@@ -28,6 +28,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/engine"
 	"github.com/sovereign-ai/sovereign/internal/events"
 	"github.com/sovereign-ai/sovereign/internal/extract"
+	"github.com/sovereign-ai/sovereign/internal/generate"
 	"github.com/sovereign-ai/sovereign/internal/httpapi"
 	"github.com/sovereign-ai/sovereign/internal/idempotency"
 	"github.com/sovereign-ai/sovereign/internal/inference"
@@ -85,6 +86,8 @@ type App struct {
 	Policies  *policy.Service
 	Decisions *policy.Writer
 	API       *httpapi.Server
+	// Gen is the generation service every model call goes through.
+	Gen *generate.Service
 	// AdminKey is the bootstrap admin key when this start created it
 	// (AdminKeyCreated), to show once.
 	AdminKey        string
@@ -223,8 +226,11 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 	a.closers = append(a.closers, capture.Close)
 	srcs := sources.New(a.DB, a.Catalog, DefaultEmbeddingModel, log)
 	srcs.Events = a.Bus // document.ready and document.failed
+	// One generation service governs every model call: the API's, and
+	// the workflow steps' that call it with typed requests.
+	a.Gen = &generate.Service{Models: a.Catalog, Policies: a.Policies, Limits: a.Limits, Capture: capture, Metrics: a.Metrics, Records: a.Records, Keys: a.Keys}
 	a.API = &httpapi.Server{
-		Models: a.Catalog, Auth: a.Keys, Keys: a.Keys, Metrics: a.Metrics, Log: log, MaxBody: cfg.MaxBodyBytes,
+		Gen: a.Gen, Models: a.Catalog, Auth: a.Keys, Keys: a.Keys, Metrics: a.Metrics, Log: log, MaxBody: cfg.MaxBodyBytes,
 		Sources: srcs, Answers: &answers.Service{Store: srcs, Embed: a.Catalog, EmbeddingModel: DefaultEmbeddingModel, AbstainText: cfg.AbstainText}, Extract: Extractor(exeOf(ec), extract.Budget{Time: cfg.ExtractTimeout, Memory: cfg.ExtractMemory}),
 		DefaultEmbeddingModel: DefaultEmbeddingModel, DefaultRerankModel: a.RerankModel,
 		Responses: a.DB, Records: a.Records, RecordStore: a.DB, Limits: a.Limits, Policies: a.Policies, Capture: capture,
@@ -238,7 +244,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 			return a.DB.Ping(ctx)
 		},
 	}
-	a.Workflows = &workflow.Service{Store: a.DB, Caller: caller{a.API}, Events: a.Bus, Log: log}
+	a.Workflows = &workflow.Service{Store: a.DB, Caller: caller{a.API}, Chatter: chatter{a.Gen}, Events: a.Bus, Log: log}
 	if a.Workflows.Fetcher, err = newFetcher(cfg); err != nil {
 		return nil, err
 	}

@@ -6,9 +6,13 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/config"
+	"github.com/sovereign-ai/sovereign/internal/generate"
 	"github.com/sovereign-ai/sovereign/internal/httpapi"
+	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/outbound"
+	"github.com/sovereign-ai/sovereign/internal/workflow"
 )
 
 // caller makes workflow steps' API calls in-process through the API
@@ -25,6 +29,27 @@ func (c caller) Call(ctx context.Context, keyID, method, path string, body any) 
 		return 0, nil, err
 	}
 	return v.Status, v.Body, nil
+}
+
+// chatter runs workflow chat steps through the generation service as the
+// run's key, with typed requests: governed and recorded like the same
+// call over HTTP (route POST /v1/chat/completions), without encoding the
+// request or decoding the answer.
+type chatter struct{ gen *generate.Service }
+
+func (c chatter) Chat(ctx context.Context, keyID, user, model string, req inference.CompletionRequest) (workflow.ChatAnswer, error) {
+	call, err := c.gen.As(ctx, keyID, "POST /v1/chat/completions", auth.ScopeInference)
+	var ans generate.Answer
+	if err == nil {
+		call.SetUser(user)
+		ans, err = c.gen.Chat(ctx, call, model, req)
+	}
+	c.gen.Finish(ctx, call, err)
+	if err != nil {
+		return workflow.ChatAnswer{}, err
+	}
+	return workflow.ChatAnswer{Model: ans.Model, Text: ans.Text, FinishReason: ans.FinishReason,
+		PromptTokens: ans.Usage.PromptTokens, CompletionTokens: ans.Usage.CompletionTokens}, nil
 }
 
 // fetcher makes http steps' outbound calls through internal/outbound:

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/engine"
+	"github.com/sovereign-ai/sovereign/internal/openai"
 	"github.com/sovereign-ai/sovereign/internal/storetest"
 )
 
@@ -384,5 +386,54 @@ func TestWorkflowHTTPStepSSRF(t *testing.T) {
 		if r["status"] != "failed" || !strings.Contains(fmt.Sprint(e["message"]), "refus") {
 			t.Errorf("%s: %v %v", target, r["status"], e)
 		}
+	}
+}
+
+// TestWorkflowChatStepDecodesNothing: a chat step calls the generation
+// service with a typed request and gets the answer back as native events —
+// no in-process HTTP round trip, so no request body is decoded (and no
+// answer rendered and read back) between the step and the model — yet the
+// call is governed and recorded like the same call over HTTP.
+func TestWorkflowChatStepDecodesNothing(t *testing.T) {
+	e := newEnv(t, tinyStore(t, "tiny"), engine.Config{})
+	team, key := teamWithKey(t, e, "flows", "inference", "workflows", "records:read")
+	spec := map[string]any{"steps": []any{map[string]any{"id": "ask", "type": "chat", "model": "tiny", "max_tokens": 4, "temperature": 0,
+		"messages": []any{map[string]any{"role": "user", "content": "Say {{ input.word }}"}}}}}
+	wf := e.jsonWith(key, "POST", "/v1/workflows", map[string]any{"name": "ask", "definition": spec}, 201)
+	run := e.jsonWith(key, "POST", "/v1/workflows/"+wf["id"].(string)+"/runs", map[string]any{"input": map[string]any{"word": "hi"}}, 201)
+	before := openai.Decodes()
+	var done map[string]any
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		done = e.jsonWith(key, "GET", "/v1/workflow_runs/"+run["id"].(string), nil, 200)
+		if done["status"] == "succeeded" || done["status"] == "failed" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %v", done)
+		}
+	}
+	if n := openai.Decodes() - before; n != 0 {
+		t.Errorf("the chat step decoded %d request bodies, want none", n)
+	}
+	step := done["steps"].([]any)[0].(map[string]any)
+	out, _ := step["output"].(map[string]any)
+	usage, _ := out["usage"].(map[string]any)
+	if done["status"] != "succeeded" || out["model"] != "tiny" || out["finish_reason"] == nil || usage["completion_tokens"] == nil || usage["completion_tokens"].(float64) < 1 {
+		t.Fatalf("run %v", done)
+	}
+	var rec map[string]any
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		logs := e.jsonWith(key, "GET", "/v1/logs?user=workflow_run:"+run["id"].(string), nil, 200)["data"].([]any)
+		if len(logs) == 1 {
+			rec = logs[0].(map[string]any)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run's request records: %v", logs)
+		}
+	}
+	if rec["route"] != "POST /v1/chat/completions" || rec["status"].(float64) != 200 || rec["team_id"] != team || rec["model"] != "tiny" ||
+		rec["completion_tokens"].(float64) != usage["completion_tokens"].(float64) {
+		t.Fatalf("record %v", rec)
 	}
 }

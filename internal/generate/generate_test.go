@@ -25,7 +25,7 @@ type policies struct {
 	got []policy.Decision
 }
 
-func (p *policies) Set() *policy.Set             { return p.set }
+func (p *policies) Set() *policy.Set            { return p.set }
 func (p *policies) Record(ds []policy.Decision) { p.got = append(p.got, ds...) }
 
 // models resolves every name to one route and keeps observations.

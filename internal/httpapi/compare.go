@@ -111,14 +111,11 @@ func (s *Server) compareOne(ctx context.Context, name string, native inference.C
 	if !m.Has("chat") {
 		return fail(apierr.Invalid("models", fmt.Sprintf("the model %q does not support chat", m.ID)))
 	}
-	if err := checkChatInput(m, native); err != nil {
-		return fail(err)
-	}
-	if err := limit(m, &native); err != nil {
+	if err := generate.Fit(m, &native); err != nil {
 		return fail(err)
 	}
 	// Each model's run is an inference of its own under the limits.
-	redact, err := s.admit(ctx, nil, m, generate.Gate{Text: messagesText(native.Messages), MaxTokens: native.MaxTokens, Output: true})
+	redact, err := s.admit(ctx, nil, m, generate.Gate{Text: generate.MessagesText(native.Messages), MaxTokens: native.MaxTokens, Output: true})
 	if err != nil {
 		return fail(err)
 	}

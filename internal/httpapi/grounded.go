@@ -11,6 +11,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/citation"
+	"github.com/sovereign-ai/sovereign/internal/generate"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/openai"
 	"github.com/sovereign-ai/sovereign/internal/sources"
@@ -38,10 +39,7 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 	if err != nil {
 		return err
 	}
-	if err := checkChatInput(m, native); err != nil {
-		return err
-	}
-	if err := limit(m, &native); err != nil {
+	if err := generate.Fit(m, &native); err != nil {
 		return err
 	}
 	cite := req.Citations.Cite()

@@ -34,14 +34,11 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := checkChatInput(m, native); err != nil {
+	if err := generate.Fit(m, &native); err != nil {
 		var ae *apierr.Error
 		if req.Legacy() && errors.As(err, &ae) && ae.Param == "tools" {
 			ae.Param = "functions" // what the client sent
 		}
-		return err
-	}
-	if err := limit(m, &native); err != nil {
 		return err
 	}
 	req.Model, native.Model, native.Stream = m.ID, m.ID, req.Stream
@@ -98,28 +95,6 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	return out.done()
-}
-
-// partCapability is the capability a content part type needs.
-var partCapability = map[string]string{"image_url": "vision", "file": "vision", "input_audio": "audio"}
-
-// checkChatInput refuses what the model cannot take rather than let it be
-// dropped: tools without the tools capability, and content parts other
-// than text without the vision or audio capability (declared for upstream
-// models; local models read text).
-func checkChatInput(m catalog.Resolved, req inference.CompletionRequest) error {
-	if len(req.Tools) > 0 && !m.Has("tools") {
-		return apierr.Invalid("tools", fmt.Sprintf("the model %q does not take tools (it supports: %s)", m.ID, strings.Join(m.Capabilities, ", ")))
-	}
-	for i, msg := range req.Messages {
-		for _, k := range msg.PartKinds {
-			if capability := partCapability[k]; !m.Has(capability) {
-				return apierr.Invalid(fmt.Sprintf("messages[%d].content", i), fmt.Sprintf("the model %q does not take %s parts (it has no %s capability; it supports: %s)",
-					m.ID, k, capability, strings.Join(m.Capabilities, ", ")))
-			}
-		}
-	}
-	return nil
 }
 
 // firstEvent merges streams and waits for the first event before the
@@ -242,7 +217,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	for i := range natives {
-		if err := limit(m, &natives[i]); err != nil {
+		if err := generate.Fit(m, &natives[i]); err != nil {
 			return err
 		}
 		natives[i].Model, natives[i].Stream = m.ID, req.Stream

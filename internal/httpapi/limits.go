@@ -16,7 +16,6 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/generate"
-	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/limits"
 	"github.com/sovereign-ai/sovereign/internal/openai"
 )
@@ -203,19 +202,6 @@ func (s *Server) deleteLimitRule(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"object": "limit_rule.deleted", "scope": scope, "subject": subject, "deleted": true})
-}
-
-// messagesText is the text of a native request's messages.
-func messagesText(ms []inference.Message) string {
-	n := 0
-	for _, m := range ms {
-		n += len(m.Content) + 1
-	}
-	b := make([]byte, 0, n)
-	for _, m := range ms {
-		b = append(append(b, m.Content...), '\n')
-	}
-	return string(b)
 }
 
 // decodeStrict reads an admin request body like openai.Decode, refusing

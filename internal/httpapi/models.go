@@ -12,7 +12,6 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/generate"
-	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/openai"
 )
 
@@ -57,22 +56,6 @@ func (s *Server) model(w http.ResponseWriter, r *http.Request, name, capability 
 		}
 	}
 	return m, err
-}
-
-// limit applies a model's per-request limits to a generation: a larger
-// max_tokens is refused, a missing one defaults to the limit, and the
-// input limit travels to the backend, which counts the prompt.
-func limit(m catalog.Resolved, req *inference.CompletionRequest) error {
-	if l := m.Limits.MaxOutputTokens; l > 0 {
-		if req.MaxTokens > l {
-			return apierr.Invalid("max_tokens", fmt.Sprintf("max_tokens is %d but the model %q allows at most %d output tokens", req.MaxTokens, m.ID, l))
-		}
-		if req.MaxTokens == 0 {
-			req.MaxTokens = l
-		}
-	}
-	req.MaxInputTokens = m.Limits.MaxInputTokens
-	return nil
 }
 
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) error {

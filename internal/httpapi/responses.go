@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
+	"github.com/sovereign-ai/sovereign/internal/generate"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/openai"
 	"github.com/sovereign-ai/sovereign/internal/responses"
@@ -58,10 +59,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := checkChatInput(m, native); err != nil {
-		return openai.ResponseParam(err)
-	}
-	if err := limit(m, &native); err != nil {
+	if err := generate.Fit(m, &native); err != nil {
 		return openai.ResponseParam(err)
 	}
 	ans, err := s.prepareAnswer(w, r, m, native, req.Citations, req.Sources)

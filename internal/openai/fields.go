@@ -48,7 +48,8 @@ func DecodeRequest(r io.Reader, v any) error {
 	if err != nil {
 		return decodeError(err)
 	}
-	if err := Decode(bytes.NewReader(body), v); err != nil {
+	decodes.Add(1)
+	if err := decode(bytes.NewReader(body), v); err != nil {
 		return err
 	}
 	var fields map[string]json.RawMessage

@@ -17,15 +17,30 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/grammar"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 )
 
+// decodes counts the request bodies this process decoded (Decode,
+// DecodeRequest, PeekRequest): a body is decoded once on its way in, and
+// in-process callers of the generation service decode none (tests hold
+// them to it).
+var decodes atomic.Int64
+
+// Decodes is how many request bodies this process has decoded.
+func Decodes() int64 { return decodes.Load() }
+
 // Decode reads one JSON object from r into v, strictly: malformed JSON, a
 // wrong type or trailing data is an invalid_request error naming the field.
 func Decode(r io.Reader, v any) error {
+	decodes.Add(1)
+	return decode(r, v)
+}
+
+func decode(r io.Reader, v any) error {
 	dec := json.NewDecoder(r)
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err)

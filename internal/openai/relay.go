@@ -58,6 +58,7 @@ type Peek struct {
 // pass, then rawjson's scanner over the members it wants) rather than
 // decoding it; the values it keeps are decoded alone.
 func PeekRequest(body []byte) (Peek, error) {
+	decodes.Add(1)
 	var p Peek
 	if !json.Valid(body) {
 		return p, strictPeek(body)

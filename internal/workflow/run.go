@@ -13,8 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/durable"
 	"github.com/sovereign-ai/sovereign/internal/events"
+	"github.com/sovereign-ai/sovereign/internal/inference"
 )
 
 // storeRetry is the retry policy of the steps that only read or write the
@@ -416,39 +418,30 @@ func (s *Service) call(ctx context.Context, r Run, st Step, vars map[string]any)
 	user := "workflow_run:" + r.ID
 	switch st.Type {
 	case StepChat:
-		msgs := make([]map[string]string, len(st.Messages))
+		req := inference.CompletionRequest{Messages: make([]inference.Message, len(st.Messages))}
+		req.Temperature = 1 // OpenAI's default, as over HTTP
 		for i, m := range st.Messages {
 			c, err := render(m.Content, vars)
 			if err != nil {
 				return nil, fmt.Errorf("messages[%d].content: %w", i, err)
 			}
-			msgs[i] = map[string]string{"role": m.Role, "content": c}
+			req.Messages[i] = inference.Message{Role: m.Role, Content: c}
 		}
-		body := map[string]any{"model": st.Model, "messages": msgs, "user": user}
 		if st.MaxTokens != nil {
-			body["max_tokens"] = *st.MaxTokens
+			req.MaxTokens = *st.MaxTokens
 		}
 		if st.Temperature != nil {
-			body["temperature"] = *st.Temperature
+			req.Temperature = float32(*st.Temperature)
 		}
-		var resp struct {
-			Model   string `json:"model"`
-			Choices []struct {
-				Message struct {
-					Content string `json:"content"`
-				} `json:"message"`
-				FinishReason string `json:"finish_reason"`
-			} `json:"choices"`
-			Usage     json.RawMessage `json:"usage"`
-			Citations json.RawMessage `json:"citations"`
+		if s.Chatter == nil {
+			return nil, errors.New("chat steps are not configured")
 		}
-		if err := s.callJSON(ctx, r, "/v1/chat/completions", body, &resp); err != nil {
-			return nil, err
+		ans, err := s.Chatter.Chat(ctx, r.KeyID, user, st.Model, req)
+		if err != nil {
+			return nil, stepError("chat", err)
 		}
-		if len(resp.Choices) == 0 {
-			return nil, errors.New("the model gave no choice")
-		}
-		return json.Marshal(map[string]any{"text": resp.Choices[0].Message.Content, "finish_reason": resp.Choices[0].FinishReason, "model": resp.Model, "usage": resp.Usage})
+		usage := map[string]int{"prompt_tokens": ans.PromptTokens, "completion_tokens": ans.CompletionTokens, "total_tokens": ans.PromptTokens + ans.CompletionTokens}
+		return json.Marshal(map[string]any{"text": ans.Text, "finish_reason": ans.FinishReason, "model": ans.Model, "usage": usage})
 	case StepRetrieve:
 		q, err := render(st.Query, vars)
 		if err != nil {
@@ -600,6 +593,18 @@ type permanent struct{ Msg string }
 func (p permanent) Error() string { return p.Msg }
 
 func init() { gob.Register(permanent{}) }
+
+// stepError is a model call's API error as a step's failure: permanent
+// unless apierr calls it retryable, and a call cut short by the run's own
+// context (a cancel, a shutdown) stays that context's error.
+func stepError(what string, err error) error {
+	e := apierr.From(err)
+	msg := fmt.Sprintf("%s: %d %s: %s", what, e.Status(), e.Code, e.Message)
+	if !e.Retryable() {
+		return permanent{msg}
+	}
+	return fmt.Errorf("%s: %w", msg, err)
+}
 
 // retryable reports whether a step's failure is worth another attempt.
 func retryable(err error) bool {

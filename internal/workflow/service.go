@@ -15,6 +15,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/durable"
 	"github.com/sovereign-ai/sovereign/internal/events"
+	"github.com/sovereign-ai/sovereign/internal/inference"
 )
 
 // Event types of runs besides the brief's: every state change of a run
@@ -35,6 +36,20 @@ type Engine interface {
 // the request pipeline (httpapi.Server.Invoke): status and body.
 type Caller interface {
 	Call(ctx context.Context, keyID, method, path string, body any) (status int, resp []byte, err error)
+}
+
+// Chatter runs chat steps' model calls through the generation service as
+// a key: a typed request, the whole answer back, no HTTP round trip (so no
+// encoding and decoding between the step and the model). Its errors are
+// API errors (apierr): a step retries only what apierr calls retryable.
+type Chatter interface {
+	Chat(ctx context.Context, keyID, user, model string, req inference.CompletionRequest) (ChatAnswer, error)
+}
+
+// ChatAnswer is a chat step's answer.
+type ChatAnswer struct {
+	Model, Text, FinishReason      string
+	PromptTokens, CompletionTokens int
 }
 
 // Fetcher makes the http steps' outbound calls (internal/outbound: private
@@ -58,6 +73,7 @@ type Service struct {
 	Store   Store
 	Engine  Engine
 	Caller  Caller
+	Chatter Chatter
 	Fetcher Fetcher
 	Events  Publisher
 	Log     *slog.Logger

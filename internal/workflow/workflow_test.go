@@ -11,20 +11,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/durable"
 	"github.com/sovereign-ai/sovereign/internal/events"
 	"github.com/sovereign-ai/sovereign/internal/events/eventstest"
+	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/sqlite"
 	"github.com/sovereign-ai/sovereign/internal/workflow"
 )
 
-// callerFunc and fetcherFunc are function-field fakes of the service's
-// ports (the end-to-end tests use the real API and outbound client).
-type callerFunc func(ctx context.Context, keyID, method, path string, body any) (int, []byte, error)
+// chatterFunc and fetcherFunc are function-field fakes of the service's
+// ports (the end-to-end tests use the real generation service and
+// outbound client).
+type chatterFunc func(ctx context.Context, keyID, user, model string, req inference.CompletionRequest) (workflow.ChatAnswer, error)
 
-func (f callerFunc) Call(ctx context.Context, keyID, method, path string, body any) (int, []byte, error) {
-	return f(ctx, keyID, method, path, body)
+func (f chatterFunc) Chat(ctx context.Context, keyID, user, model string, req inference.CompletionRequest) (workflow.ChatAnswer, error) {
+	return f(ctx, keyID, user, model, req)
 }
 
 type fetcherFunc func(ctx context.Context, method, url string, h map[string]string, body string) (int, map[string]string, []byte, error)
@@ -46,7 +49,7 @@ type harness struct {
 	key    auth.Key
 }
 
-func newHarness(t *testing.T, caller callerFunc, fetcher fetcherFunc) *harness {
+func newHarness(t *testing.T, chatter chatterFunc, fetcher fetcherFunc) *harness {
 	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -59,8 +62,8 @@ func newHarness(t *testing.T, caller callerFunc, fetcher fetcherFunc) *harness {
 	bus := events.New(events.Config{Store: evs})
 	t.Cleanup(bus.Close)
 	svc := &workflow.Service{Store: st, Events: bus}
-	if caller != nil {
-		svc.Caller = caller
+	if chatter != nil {
+		svc.Chatter = chatter
 	}
 	if fetcher != nil {
 		svc.Fetcher = fetcher
@@ -235,13 +238,12 @@ func TestApprovalExpires(t *testing.T) {
 func TestBranchesRetriesAndCalls(t *testing.T) {
 	var fetches atomic.Int32
 	var calls []string
-	h := newHarness(t, func(ctx context.Context, keyID, method, path string, body any) (int, []byte, error) {
-		calls = append(calls, keyID+" "+path)
-		b, _ := json.Marshal(body)
-		if !strings.Contains(string(b), `"user":"workflow_run:run_`) {
-			return 400, []byte(`{"error":{"message":"no user","code":"invalid_request_error"}}`), nil
+	h := newHarness(t, func(ctx context.Context, keyID, user, model string, req inference.CompletionRequest) (workflow.ChatAnswer, error) {
+		calls = append(calls, keyID+" "+model)
+		if !strings.HasPrefix(user, "workflow_run:run_") {
+			return workflow.ChatAnswer{}, apierr.Invalid("user", "no user")
 		}
-		return 200, []byte(`{"model":"m","choices":[{"message":{"content":"four"},"finish_reason":"stop"}]}`), nil
+		return workflow.ChatAnswer{Model: model, Text: "four", FinishReason: "stop"}, nil
 	}, func(ctx context.Context, method, url string, hd map[string]string, body string) (int, map[string]string, []byte, error) {
 		if fetches.Add(1) < 3 {
 			return 503, nil, []byte("busy"), nil
@@ -277,14 +279,14 @@ func TestBranchesRetriesAndCalls(t *testing.T) {
 		} `json:"json"`
 	}
 	json.Unmarshal(r.Output, &out)
-	if out.JSON.Echo.Answer != "four" || len(calls) != 1 || calls[0] != "key_test /v1/chat/completions" {
+	if out.JSON.Echo.Answer != "four" || len(calls) != 1 || calls[0] != "key_test m" {
 		t.Errorf("output %s, calls %v", r.Output, calls)
 	}
 }
 
 func TestFailedStepFailsRun(t *testing.T) {
-	h := newHarness(t, func(ctx context.Context, keyID, method, path string, body any) (int, []byte, error) {
-		return 404, []byte(`{"error":{"message":"The model 'nope' does not exist","code":"model_not_found"}}`), nil
+	h := newHarness(t, func(ctx context.Context, keyID, user, model string, req inference.CompletionRequest) (workflow.ChatAnswer, error) {
+		return workflow.ChatAnswer{}, &apierr.Error{Code: apierr.ModelNotFound, Param: "model", Message: "The model 'nope' does not exist"}
 	}, nil)
 	d := h.define(t, `{"steps": [{"id": "ask", "type": "chat", "model": "nope", "messages": [{"role": "user", "content": "hi"}]},
 		{"id": "after", "type": "transform", "template": "x"}]}`)
@@ -307,9 +309,10 @@ func TestRetriesOnlyWhatARetryCanFix(t *testing.T) {
 		attempts int
 	}{{400, 1}, {404, 1}, {429, 3}, {503, 3}} {
 		var calls, fetches atomic.Int32
-		h := newHarness(t, func(ctx context.Context, keyID, method, path string, body any) (int, []byte, error) {
+		code := map[int]apierr.Code{400: apierr.InvalidRequest, 404: apierr.ModelNotFound, 429: apierr.RateLimitExceeded, 503: apierr.ModelOverloaded}[c.status]
+		h := newHarness(t, func(ctx context.Context, keyID, user, model string, req inference.CompletionRequest) (workflow.ChatAnswer, error) {
 			calls.Add(1)
-			return c.status, []byte(`{"error":{"message":"no","code":"x"}}`), nil
+			return workflow.ChatAnswer{}, apierr.New(code, "no")
 		}, func(ctx context.Context, method, url string, hd map[string]string, body string) (int, map[string]string, []byte, error) {
 			fetches.Add(1)
 			return c.status, nil, []byte("no"), nil
