@@ -20,9 +20,10 @@ type RateResult struct {
 type Backend interface {
 	// Rate takes n from the GCRA bucket key, which refills limit per
 	// period with a burst of limit; a negative n refunds. Refused (nothing
-	// taken) when n does not fit; with force, n is taken whatever the
-	// bucket holds (settling a request that used more than it reserved),
-	// as far as the backend can.
+	// taken) when n does not fit; with force (settling a request that used
+	// more than it reserved), what the bucket holds of n is taken, and the
+	// answer is not allowed unless all of it was. Every backend answers
+	// as the function GCRA does.
 	Rate(ctx context.Context, key string, limit int64, period time.Duration, n int64, force bool) (RateResult, error)
 	// Quota adds n to the counter key, which expires at end, unless that
 	// would take it above max (n > 0 without force: refused, nothing

@@ -2,16 +2,13 @@ package limits
 
 import (
 	"context"
-	"math"
 	"sync"
 	"time"
 )
 
 // Memory is the Backend of a single node: the limits' state in this
-// process. Its rate buckets do the same arithmetic as the Redis backend's
-// GCRA script (github.com/go-redis/redis_rate), so a deployment behaves
-// the same on one node and on many; unlike that script it can also refund
-// a bucket to full and charge past the limit, which settling needs.
+// process. Its rate buckets are GCRA's, the arithmetic the Redis backend's
+// script does, so a deployment behaves the same on one node and on many.
 type Memory struct {
 	now func() time.Time
 
@@ -36,36 +33,22 @@ func NewMemory(now func() time.Time) *Memory {
 	return &Memory{now: now, tat: map[string]time.Time{}, quotas: map[string]quotaCount{}, leases: map[string]map[string]time.Time{}}
 }
 
-// Rate implements Backend with GCRA: a bucket of limit per period holds a
-// theoretical arrival time (TAT); taking n moves it n emission intervals
-// later, and is allowed while the TAT stays within one burst of now.
+// Rate implements Backend with GCRA (the function): a bucket of limit per
+// period holds a theoretical arrival time (TAT); taking n moves it n
+// emission intervals later, and is allowed while the TAT stays within one
+// burst of now.
 func (m *Memory) Rate(_ context.Context, key string, limit int64, period time.Duration, n int64, force bool) (RateResult, error) {
-	if limit <= 0 {
-		return RateResult{Allowed: true}, nil
-	}
-	interval := float64(period) / float64(limit)
-	burst := time.Duration(interval * float64(limit))
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
 	m.sweep(now)
-	tat := m.tat[key]
-	if tat.Before(now) {
-		tat = now
-	}
-	newTAT := tat.Add(time.Duration(interval * float64(n)))
-	diff := now.Sub(newTAT.Add(-burst))
-	if diff < 0 && !force && n > 0 {
-		return RateResult{Allowed: false, RetryAfter: -diff, ResetAfter: tat.Sub(now)}, nil
-	}
-	if newTAT.After(now) {
-		m.tat[key] = newTAT
+	tat, res := GCRA(m.tat[key], now, limit, period, n, force)
+	if tat.After(now) {
+		m.tat[key] = tat
 	} else {
-		delete(m.tat, key)
-		newTAT = now
+		delete(m.tat, key) // full: nothing to remember
 	}
-	remaining := int64(math.Floor(float64(now.Sub(newTAT.Add(-burst))) / interval))
-	return RateResult{Allowed: true, Remaining: min(max(remaining, 0), limit), ResetAfter: newTAT.Sub(now)}, nil
+	return res, nil
 }
 
 // Quota implements Backend.

@@ -1,8 +1,8 @@
 // Package redis is the Redis adapter of Sovereign's limits: the state that
 // several API replicas share so that a limit is one limit, not one per
 // replica. Rate buckets are GCRA buckets in github.com/go-redis/redis_rate's
-// state and arithmetic; budgets are counters and concurrency leases sorted
-// sets. Every operation runs in one script (batchScript): a request's
+// state and arithmetic (limits.GCRA's on the Go side); budgets are
+// counters and concurrency leases sorted sets. Every operation runs in one script (batchScript): a request's
 // checks, and the settlements of requests that ended since the last one,
 // go to Redis in one call of it, so a governed request costs one round
 // trip; a single operation is a batch of one.
@@ -15,7 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-redis/redis_rate/v10"
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/sovereign-ai/sovereign/internal/limits"
@@ -23,8 +22,7 @@ import (
 
 // Limits implements limits.Backend on Redis.
 type Limits struct {
-	rdb  *goredis.Client
-	gcra *redis_rate.Limiter
+	rdb *goredis.Client
 
 	// held are settlements waiting for the next batch (limits.Deferrer);
 	// deferred counts the settlements held back since the sweeper last
@@ -80,7 +78,7 @@ func Open(ctx context.Context, url string) (*Limits, error) {
 		rdb.Close()
 		return nil, fmt.Errorf("redis: loading scripts: %w", err)
 	}
-	l := &Limits{rdb: rdb, gcra: redis_rate.NewLimiter(rdb), kick: make(chan struct{}, 1),
+	l := &Limits{rdb: rdb, kick: make(chan struct{}, 1),
 		stop: make(chan struct{}), swept: make(chan struct{})}
 	go l.sweep()
 	return l, nil
@@ -207,45 +205,16 @@ func (l *Limits) Sync(ctx context.Context) bool {
 // Ping checks the server answers.
 func (l *Limits) Ping(ctx context.Context) error { return l.rdb.Ping(ctx).Err() }
 
-// Rate implements limits.Backend with redis_rate's GCRA. redis_rate
-// cannot charge past a limit, so a forced charge takes what is left
-// (AllowAtMost) and reports the rest as not allowed; and it does not write
-// a refund that would leave the bucket full, so such a refund deletes the
-// bucket instead (a second round trip, on settlement only).
+// Rate implements limits.Backend: a batch of one operation, through the
+// batch script's GCRA — the only one on Redis, so that a bucket answers
+// the same whether an admission's batch or a single call takes from it.
 func (l *Limits) Rate(ctx context.Context, key string, limit int64, period time.Duration, n int64, force bool) (limits.RateResult, error) {
-	l.flush(context.WithoutCancel(ctx)) // what this replica settled comes first
-	res, err := l.rate(ctx, key, limit, period, n, force)
-	if err == nil && n < 0 && res.ResetAfter <= 0 {
-		if err := l.gcra.Reset(ctx, key); err != nil {
-			return limits.RateResult{}, err
-		}
+	if limit <= 0 {
+		return limits.RateResult{Allowed: true}, nil // as limits.GCRA: no limit
 	}
-	return res, err
-}
-
-// rate runs redis_rate's GCRA, without the delete of a bucket a refund
-// fills.
-func (l *Limits) rate(ctx context.Context, key string, limit int64, period time.Duration, n int64, force bool) (limits.RateResult, error) {
-	rl := redis_rate.Limit{Rate: int(limit), Burst: int(limit), Period: period}
-	if force && n > 0 {
-		res, err := l.gcra.AllowAtMost(ctx, key, rl, int(n))
-		if err != nil {
-			return limits.RateResult{}, err
-		}
-		return limits.RateResult{Allowed: int64(res.Allowed) >= n, Remaining: int64(res.Remaining), ResetAfter: max(res.ResetAfter, 0)}, nil
-	}
-	res, err := l.gcra.AllowN(ctx, key, rl, int(n))
-	if err != nil {
-		return limits.RateResult{}, err
-	}
-	if n < 0 && res.ResetAfter <= 0 {
-		return limits.RateResult{Allowed: true, Remaining: limit}, nil
-	}
-	out := limits.RateResult{Allowed: res.Allowed > 0 || n <= 0, Remaining: int64(res.Remaining), ResetAfter: max(res.ResetAfter, 0)}
-	if !out.Allowed {
-		out.RetryAfter = res.RetryAfter
-	}
-	return out, nil
+	op := &limits.Op{Rate: true, Key: key, Max: limit, Period: period, N: n, Force: force}
+	l.Batch(ctx, []*limits.Op{op})
+	return limits.RateResult{Allowed: op.OK, Remaining: op.Value, RetryAfter: op.Retry, ResetAfter: op.Reset}, op.Err
 }
 
 // Quota implements limits.Backend: a batch of one operation.
@@ -271,13 +240,14 @@ func (l *Limits) Acquire(ctx context.Context, key, id string, max int64, lease t
 //
 //   - 1 (rate) limit period_seconds n force: a GCRA bucket, redis_rate's own
 //     arithmetic and state (the same keys, the theoretical arrival time as
-//     seconds since 2017 in a string), so a bucket can be taken from here
-//     and read or charged through redis_rate alike — a test holds the two
-//     to the same answers. n > 0 without force is redis_rate's AllowN,
-//     with force its AllowAtMost; n < 0 refunds, and a refund that leaves
-//     the bucket full deletes it (redis_rate writes no such refund).
-//     Answer: allowed (1/0), remaining, retry after and reset after (µs,
-//     -1: none).
+//     seconds since 2017 in a string), so a bucket written by an earlier
+//     version, which charged through redis_rate, reads the same.
+//     TestGCRAParity holds this, redis_rate itself and limits.GCRA (the
+//     in-memory backend's) to the same answers. n > 0 without force is
+//     redis_rate's AllowN, with force its AllowAtMost; n < 0 refunds, and a
+//     refund that leaves the bucket full deletes it (redis_rate writes no
+//     such refund). Answer: allowed (1/0), remaining, retry after and reset
+//     after (µs, -1: none).
 //   - 2 (budget) n max force end_unix: a counter expiring at end_unix,
 //     to which n is added unless n > 0 without force would take it above
 //     max (then nothing is). Answer: allowed, value.
@@ -418,8 +388,9 @@ return cmsgpack.pack(out)
 
 // Batch implements limits.Batcher: every operation in one call of
 // batchScript, one round trip. The operations run in order, each as it
-// would through Rate, Quota, Acquire and Release; Redis runs a script
-// whole, so no other client's operation comes between them.
+// would through Rate, Quota, Acquire and Release (each a batch of one);
+// Redis runs a script whole, so no other client's operation comes between
+// them.
 //
 // The settlements held back (Defer) run first, in the same call: a
 // settlement is not the admitting request's to cancel, so then the call
@@ -443,7 +414,7 @@ func (l *Limits) run(ctx context.Context, ops []*limits.Op) {
 	for _, op := range ops {
 		switch {
 		case op.Rate:
-			// redis_rate's key, so that both read and write one bucket.
+			// redis_rate's key: buckets written before are read on.
 			keys = append(keys, l.rateKey(op.Key))
 			args = appendInt(args, 1)
 			args = appendInt(args, op.Max)

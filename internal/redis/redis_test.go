@@ -180,50 +180,6 @@ func TestBatch(t *testing.T) {
 	limitstest.RunBatch(t, l)
 }
 
-// TestBatchGCRAIsRedisRate holds the batch script's GCRA to redis_rate's:
-// the same sequence of takes, refusals, forced charges, refunds and reads
-// on one bucket through Batch and on another through Rate (redis_rate
-// itself) gives the same answers; and each bucket reads the same through
-// the other path, since both keep the same state under the same key.
-func TestBatchGCRAIsRedisRate(t *testing.T) {
-	ctx := context.Background()
-	l, id := openLimits(t)
-	viaBatch, viaLib := "gcra:batch:"+id, "gcra:lib:"+id
-	// An hour's period: the few milliseconds between the two paths' calls
-	// refill a 10-per-hour bucket by a millionth of a unit, so the counts
-	// agree exactly; times agree to a second.
-	const limit, period = 10, time.Hour
-	steps := []struct {
-		n     int64
-		force bool
-	}{{3, false}, {0, false}, {5, false}, {4, false}, {-2, false}, {4, false}, {0, false}, {3, true}, {1, false},
-		{-6, false}, {2, true}, {-20, false}, {0, false}, {10, false}, {1, false}, {-10, false}, {12, true}, {-1, false}}
-	for i, st := range steps {
-		op := &limits.Op{Rate: true, Key: viaBatch, Max: limit, Period: period, N: st.n, Force: st.force}
-		l.Batch(ctx, []*limits.Op{op})
-		if op.Err != nil {
-			t.Fatalf("step %d: batch: %v", i, op.Err)
-		}
-		res, err := l.Rate(ctx, viaLib, limit, period, st.n, st.force)
-		if err != nil {
-			t.Fatalf("step %d: redis_rate: %v", i, err)
-		}
-		if op.OK != res.Allowed || op.Value != res.Remaining || (op.Retry > 0) != (res.RetryAfter > 0) ||
-			(op.Retry-res.RetryAfter).Abs() > time.Second || (op.Reset-res.ResetAfter).Abs() > time.Second {
-			t.Fatalf("step %d (n %d, force %v): batch ok %v remaining %d retry %v reset %v; redis_rate %+v",
-				i, st.n, st.force, op.OK, op.Value, op.Retry, op.Reset, res)
-		}
-	}
-	for _, key := range []string{viaBatch, viaLib} {
-		read := &limits.Op{Rate: true, Key: key, Max: limit, Period: period}
-		l.Batch(ctx, []*limits.Op{read})
-		res, err := l.Rate(ctx, key, limit, period, 0, false)
-		if err != nil || read.Err != nil || read.Value != res.Remaining || (read.Reset-res.ResetAfter).Abs() > time.Second {
-			t.Fatalf("%s read both ways: batch %+v, redis_rate %+v %v", key, read, res, err)
-		}
-	}
-}
-
 // TestDeferredSettlement: a settlement held back runs before the next
 // batch's operations (a released lease frees its place for the next
 // admission), by itself soon after when no batch comes, before a read,
