@@ -40,9 +40,9 @@ func (tk *taken) take(leaseID string, lease time.Duration) Op {
 }
 
 // adjust is what the backend is asked to change once tk is taken: add n
-// (negative: give back) to its budget or bucket, whatever the limit (a
-// bucket is only charged past it when n > 0, which settlement counts), or
-// release its lease.
+// (negative: give back) to its budget, whatever the limit, or to its
+// bucket as far as the bucket holds (a forced take when n > 0: what does
+// not fit, settlement counts as unsettled), or release its lease.
 func (tk *taken) adjust(n int64, leaseID string) Op {
 	switch tk.dimension {
 	case ConcurrentRequests:
