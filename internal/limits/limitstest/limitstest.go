@@ -83,9 +83,19 @@ func Run(t *testing.T, b limits.Backend) {
 	})
 	t.Run("RateForce", func(t *testing.T) {
 		key := uniq("rate:")
-		b.Rate(ctx, key, 10, time.Minute, 8, false)
-		if _, err := b.Rate(ctx, key, 10, time.Minute, 5, true); err != nil {
-			t.Fatal(err)
+		b.Rate(ctx, key, 10, time.Minute, 7, false)
+		// A forced charge that fits is allowed like any other take.
+		if res, err := b.Rate(ctx, key, 10, time.Minute, 1, true); err != nil || !res.Allowed || res.Remaining != 2 {
+			t.Fatalf("forced charge of 1 with 3 left: %+v %v", res, err)
+		}
+		// One that does not takes what is left (redis_rate's AllowAtMost)
+		// and says it could not take all.
+		res, err := b.Rate(ctx, key, 10, time.Minute, 5, true)
+		if err != nil || res.Allowed || res.Remaining != 0 || res.RetryAfter != 0 {
+			t.Fatalf("forced charge of 5 with 2 left: %+v %v", res, err)
+		}
+		if res.ResetAfter < 59*time.Second || res.ResetAfter > time.Minute {
+			t.Errorf("reset after %v, want about 1m (the bucket empty)", res.ResetAfter)
 		}
 		if res, _ := b.Rate(ctx, key, 10, time.Minute, 1, false); res.Allowed {
 			t.Fatal("a forced charge must leave the bucket empty")
