@@ -2,10 +2,11 @@
 // several API replicas share so that a limit is one limit, not one per
 // replica. Rate buckets are GCRA buckets in github.com/go-redis/redis_rate's
 // state and arithmetic (limits.GCRA's on the Go side); budgets are
-// counters and concurrency leases sorted sets. Every operation runs in one script (batchScript): a request's
-// checks, and the settlements of requests that ended since the last one,
-// go to Redis in one call of it, so a governed request costs one round
-// trip; a single operation is a batch of one.
+// counters and concurrency leases sorted sets. Every operation runs in one
+// script (batchScript): a request's checks, and the settlements of
+// requests that ended since the last one, go to Redis in one call of it,
+// so a governed request costs one round trip; a single operation is a
+// batch of one.
 package redis
 
 import (
