@@ -52,9 +52,6 @@ type Call struct {
 	// output is the output stage of the call's policies, when any applies
 	// (armed by Admit).
 	output *OutputPolicy
-	// governed says a Generation applied the output stage to the native
-	// events: nothing after it applies it again.
-	governed bool
 	// capture says the team keeps prompts and outputs in its records;
 	// prompt and answer are the texts kept (redacted by its policies).
 	capture        bool
@@ -147,19 +144,6 @@ func (c *Call) Failed() error {
 	return c.failed
 }
 
-// OutputArmed reports whether output policies or capture still have to
-// see the call's answer as rendered bytes: they apply, and no Generation
-// applied them to the native events. (The relayed answer of an upstream
-// is the one answer that exists only as bytes.)
-func (c *Call) OutputArmed() (op *OutputPolicy, capture bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.governed {
-		return nil, false
-	}
-	return c.output, c.capture
-}
-
 // Keep hands the answer's text, as sent, to the record (when the team
 // keeps its outputs).
 func (c *Call) Keep(text string) {
@@ -175,6 +159,36 @@ func (c *Call) holds() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.tickets) > 0
+}
+
+// Fork is a part of the call governed on its own — one model of a
+// comparison: the same caller and request, its own admission (limits and
+// output stage) and usage, which Join adds back to the call.
+func (c *Call) Fork() *Call {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return &Call{ID: c.ID, Method: c.Method, Route: c.Route, Path: c.Path, ClientIP: c.ClientIP, Start: c.Start, key: c.key, user: c.user}
+}
+
+// Join adds a forked part's reservations, usage and kept texts to the
+// call (the parts' answers one after another).
+func (c *Call) Join(part *Call) {
+	part.mu.Lock()
+	tickets, prompt, completed, first := part.tickets, part.promptTokens, part.completed, part.firstToken
+	capture, promptText, answer := part.capture, part.prompt, part.answer
+	part.tickets = nil
+	part.mu.Unlock()
+	c.mu.Lock()
+	c.tickets = append(c.tickets, tickets...)
+	if capture {
+		c.capture, c.prompt = true, promptText
+		if c.answer != "" && answer != "" {
+			c.answer += "\n"
+		}
+		c.answer += answer
+	}
+	c.mu.Unlock()
+	c.NoteUsage(prompt, completed, first)
 }
 
 // Record is the call's request record once it ended with status after d.

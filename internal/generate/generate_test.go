@@ -137,7 +137,7 @@ func TestGenerationRedactsNativeEventsAcrossChunks(t *testing.T) {
 	set, _ := pii.New(nil)
 	want := pii.Redact(text, set.Find(text, pii.Email))
 	for _, size := range []int{1, 3, 7, 100} {
-		g, c, _ := generation(t, mustSet(t, redactEmails), text, size, 2)
+		g, _, _ := generation(t, mustSet(t, redactEmails), text, size, 2)
 		for i, st := range g.Streams {
 			if got := read(t, st); got != want {
 				t.Fatalf("events of %d, choice %d: got %q, want %q", size, i, got, want)
@@ -145,9 +145,6 @@ func TestGenerationRedactsNativeEventsAcrossChunks(t *testing.T) {
 		}
 		if err := g.End(); err != nil {
 			t.Fatal(err)
-		}
-		if op, capture := c.OutputArmed(); op != nil || capture {
-			t.Fatal("the rendered answer would be governed a second time")
 		}
 		g.Close()
 	}

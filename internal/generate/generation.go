@@ -173,14 +173,11 @@ type Generation struct {
 }
 
 // Output applies the call's output stage to the native streams the
-// caller renders (choice i is streams[i]); from here on the call's answer
-// is governed, and nothing applies the stage again to its rendered bytes.
-// With no output rule and no capture the streams pass through as they
-// are.
+// caller renders (choice i is streams[i]). With no output rule and no
+// capture the streams pass through as they are.
 func (s *Service) Output(c *Call, streams []inference.Stream) *Generation {
 	c.mu.Lock()
 	g := &Generation{s: s, c: c, op: c.output, capture: c.capture}
-	c.governed = true
 	c.mu.Unlock()
 	if g.op == nil && !g.capture {
 		g.Streams = streams
@@ -196,6 +193,10 @@ func (s *Service) Output(c *Call, streams []inference.Stream) *Generation {
 	}
 	return g
 }
+
+// Redact applies the output redact rules to text that goes with the
+// answer outside its streams (a cited sentence, an unsupported span).
+func (g *Generation) Redact(text string) string { return g.op.Redact(text) }
 
 // Close closes the streams.
 func (g *Generation) Close() {

@@ -114,8 +114,12 @@ func (s *Server) compareOne(ctx context.Context, name string, native inference.C
 	if err := generate.Fit(m, &native); err != nil {
 		return fail(err)
 	}
-	// Each model's run is an inference of its own under the limits.
-	redact, err := s.admit(ctx, nil, m, generate.Gate{Text: generate.MessagesText(native.Messages), MaxTokens: native.MaxTokens, Output: true})
+	// Each model's run is a call of its own under the limits and the
+	// output policies (a deny fails that model's result), its usage the
+	// comparison's.
+	call := info(ctx).Fork()
+	defer info(ctx).Join(call)
+	redact, _, err := s.Gen.Admit(ctx, call, m, generate.Gate{Text: generate.MessagesText(native.Messages), MaxTokens: native.MaxTokens, Output: true})
 	if err != nil {
 		return fail(err)
 	}
@@ -128,12 +132,13 @@ func (s *Server) compareOne(ctx context.Context, name string, native inference.C
 		native.Messages = msgs
 	}
 	native.Model, native.Stream = m.ID, true
-	sts, err := s.Gen.Start(ctx, info(ctx), m, native, 1)
+	sts, err := s.Gen.Start(ctx, call, m, native, 1)
 	if err != nil {
 		return fail(err)
 	}
-	st := sts[0]
-	defer st.Close()
+	gen := s.Gen.Output(call, sts)
+	defer gen.Close()
+	st := gen.Streams[0]
 	var text strings.Builder
 	var first, last time.Time
 	var usage *inference.Usage
@@ -156,6 +161,9 @@ func (s *Server) compareOne(ctx context.Context, name string, native inference.C
 			last, usage, finish = time.Now(), ev.Usage, ev.FinishReason
 			break
 		}
+	}
+	if err := gen.End(); err != nil {
+		return fail(err)
 	}
 	res.Status = "succeeded"
 	res.LatencyMs = ms(time.Since(start))

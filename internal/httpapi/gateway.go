@@ -92,32 +92,53 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, m catalog.Resolve
 		s.Gen.Observe(ctx, m.ID, catalog.Observation{Latency: time.Since(start), Failed: true})
 		return err
 	}
-	var out *sse
-	if p.Stream {
-		out = startSSE(w)
-	} else {
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Content-Length", strconv.Itoa(len(ev.Data)))
-		w.WriteHeader(http.StatusOK)
-	}
-	for {
-		now := time.Now()
+	// The output stage (nil: none applies, the bytes pass unparsed).
+	gov := s.Gen.Relayed(info(r.Context()))
+	var answer []byte
+	var denied error // the output stage's deny of a streamed answer
+	if !p.Stream {
+		// One event: the whole answer, sent once counted and governed.
 		if ev.Output {
-			if first.IsZero() {
-				first = now
+			first = time.Now()
+			last = first
+		}
+		answer = ev.Data
+		_, err = rl.Next()
+	} else {
+		out := startSSE(w)
+		for {
+			now := time.Now()
+			if ev.Output {
+				if first.IsZero() {
+					first = now
+				}
+				last = now
 			}
-			last = now
+			evs := []inference.RelayEvent{ev}
+			if gov != nil && denied == nil {
+				if evs, denied = gov.Event(ev); denied != nil {
+					out.fail(denied) // in place of the stream's end
+				}
+			}
+			if denied != nil {
+				evs = nil // the rest is read for its usage, not sent
+			}
+			for _, e := range evs {
+				if err := out.raw(e.Event, e.Data); err != nil {
+					return err // the client went away; closing the relay cancels upstream
+				}
+			}
+			if ev, err = rl.Next(); err != nil {
+				break
+			}
 		}
-		if out != nil {
-			err = out.raw(ev.Event, ev.Data)
-		} else {
-			_, err = w.Write(ev.Data)
-		}
-		if err != nil {
-			return err // the client went away; closing the relay cancels upstream
-		}
-		if ev, err = rl.Next(); err != nil {
-			break
+		if !errors.Is(err, io.EOF) {
+			obs.Latency = time.Since(start)
+			if ctx.Err() == nil {
+				obs.Failed = true
+				s.Gen.Observe(ctx, m.ID, obs)
+			}
+			return out.fail(err)
 		}
 	}
 	obs.Latency = time.Since(start)
@@ -126,10 +147,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, m catalog.Resolve
 			obs.Failed = true
 			s.Gen.Observe(ctx, m.ID, obs)
 		}
-		if out == nil {
-			return err
-		}
-		return out.fail(err)
+		return err
 	}
 	u := rl.Usage()
 	info(r.Context()).NoteUsage(u.PromptTokens, u.CompletionTokens, first)
@@ -140,6 +158,21 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, m catalog.Resolve
 		obs.TTFT, obs.CompletionTokens, obs.Decode = first.Sub(start), u.CompletionTokens, last.Sub(first)
 	}
 	s.Gen.Observe(ctx, m.ID, obs)
+	if denied != nil {
+		return denied
+	}
+	if !p.Stream {
+		if gov != nil {
+			if answer, err = gov.Whole(answer); err != nil {
+				return err // a deny: the answer is not sent
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
+		w.WriteHeader(http.StatusOK)
+		_, err = w.Write(answer)
+		return err
+	}
 	return nil
 }
 

@@ -51,11 +51,12 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 	native.Model, native.Stream = m.ID, req.Stream
 	ctx, cancel := withTimeout(r)
 	defer cancel()
-	stream, err := s.answerStream(ctx, m, ans, native)
+	gen, err := s.answerStream(ctx, m, ans, native)
 	if err != nil {
 		return err
 	}
-	defer stream.Close()
+	defer gen.Close()
+	stream := gen.Streams[0]
 	// A prompt is answered as a text completion, messages as a chat
 	// completion, so that each SDK method reads its own shape.
 	textForm := req.Messages == nil
@@ -75,11 +76,15 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 			}
 			id, resp = out.ID, &openai.CitedChatCompletion{ChatCompletion: out}
 		}
+		if err := gen.End(); err != nil {
+			return err
+		}
 		if cite {
 			cits, unsupported, err := ans.Finish(ctx, id, m.ID)
 			if err != nil {
 				return err
 			}
+			redactCitations(gen, cits, unsupported)
 			switch v := resp.(type) {
 			case *openai.CitedTextCompletion:
 				v.Citations, v.Unsupported = cits, unsupported
@@ -120,11 +125,15 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 			return out.fail(err)
 		}
 	}
+	if err := gen.End(); err != nil {
+		return out.fail(err)
+	}
 	if cite {
 		cits, unsupported, err := ans.Finish(ctx, form.id, m.ID)
 		if err != nil {
 			return out.fail(err)
 		}
+		redactCitations(gen, cits, unsupported)
 		if err := out.send(form.citations(cits, unsupported)); err != nil {
 			return err
 		}
@@ -215,25 +224,37 @@ func (s *Server) prepareAnswer(w http.ResponseWriter, r *http.Request, m catalog
 // answer (markers, held guesses, one retry; see answers.Answer.Settle),
 // unless retrieval found nothing relevant: then an empty generation,
 // which the answer settles into its abstain text, and the model is not
-// asked.
-func (s *Server) answerStream(ctx context.Context, m catalog.Resolved, ans *answers.Answer, req inference.CompletionRequest) (inference.Stream, error) {
+// asked. The settled answer is what the output policies govern (as the
+// client will read it, markers and all).
+func (s *Server) answerStream(ctx context.Context, m catalog.Resolved, ans *answers.Answer, req inference.CompletionRequest) (*generate.Generation, error) {
+	call := info(ctx)
 	if ans.Abstains() {
-		return ans.Settle(inference.StreamOf(inference.Event{Done: true, FinishReason: inference.FinishStop, Usage: &inference.Usage{}}), nil), nil
+		return s.Gen.Output(call, []inference.Stream{ans.Settle(inference.StreamOf(inference.Event{Done: true, FinishReason: inference.FinishStop, Usage: &inference.Usage{}}), nil)}), nil
 	}
-	sts, err := s.Gen.Start(ctx, info(ctx), m, req, 1)
+	sts, err := s.Gen.Start(ctx, call, m, req, 1)
 	if err != nil {
 		return nil, err
 	}
-	st := sts[0]
 	again := func(r inference.CompletionRequest) (inference.Stream, error) {
 		r.Model, r.Stream = req.Model, req.Stream
-		sts, err := s.Gen.Start(ctx, info(ctx), m, r, 1)
+		sts, err := s.Gen.Start(ctx, call, m, r, 1)
 		if err != nil {
 			return nil, err
 		}
 		return sts[0], nil
 	}
-	return ans.Settle(st, again), nil
+	return s.Gen.Output(call, []inference.Stream{ans.Settle(sts[0], again)}), nil
+}
+
+// redactCitations applies the output redact rules to the sentences the
+// citations and unsupported spans quote from the answer.
+func redactCitations(g *generate.Generation, cits []citation.Citation, unsupported []citation.Span) {
+	for i := range cits {
+		cits[i].Text = g.Redact(cits[i].Text)
+	}
+	for i := range unsupported {
+		unsupported[i].Text = g.Redact(unsupported[i].Text)
+	}
 }
 
 // answers is the answers service: the configured one, or one over the

@@ -313,12 +313,8 @@ func (s *Server) handle(scope auth.Scope, h handlerFunc) http.Handler {
 				}
 			}
 		}()
-		// Output policies see the answer on its way out (inert unless
-		// the request armed them).
-		pw := &policyWriter{ResponseWriter: rw, s: s, call: info(r.Context())}
-		err := h(pw, r)
+		err := h(rw, r)
 		if err == nil {
-			pw.finish()
 			return
 		}
 		info(r.Context()).NoteError(err)

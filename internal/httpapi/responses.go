@@ -74,11 +74,12 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := withTimeout(r)
 	defer cancel()
-	st, err := s.answerStream(ctx, m, ans, native)
+	gen, err := s.answerStream(ctx, m, ans, native)
 	if err != nil {
 		return openai.ResponseParam(err)
 	}
-	defer st.Close()
+	defer gen.Close()
+	st := gen.Streams[0]
 	b := openai.NewResponseBuilder(&req, m.ID)
 	first, err := st.Recv()
 	if err != nil {
@@ -114,6 +115,9 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 				return err
 			}
 		}
+		if err := gen.End(); err != nil {
+			return err
+		}
 		resp := b.Response()
 		if store {
 			if err := s.keepResponse(r, resp, items, history, b); err != nil {
@@ -139,6 +143,14 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	for ev := first; ; {
+		if ev.Done {
+			// The whole answer is evaluated before it is completed: a
+			// deny ends the stream with its error in place of the
+			// completion.
+			if err := gen.End(); err != nil {
+				return out.fail(err)
+			}
+		}
 		evs, err := add(ev)
 		if err != nil {
 			send([]openai.ResponseEvent{b.Fail(string(apierr.From(err).Code), err.Error())})
