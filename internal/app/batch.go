@@ -3,26 +3,22 @@ package app
 import (
 	"context"
 	"log/slog"
-	"net/http"
 
 	"github.com/sovereign-ai/sovereign/internal/batch"
 	"github.com/sovereign-ai/sovereign/internal/config"
 )
 
 // newBatches builds the Batch API's service on the app's store and gives
-// it to the API. Its lines run through the API in-process
-// (httpapi.Server.Invoke, as the batch's key), at most as many at a time
-// on this server as a local model has slots.
+// it to the API. Its lines run through the generation service as the
+// batch's key (httpapi.Server.RunLine: decoded once, no HTTP round trip),
+// at most as many at a time on this server as a local model has slots.
 func (a *App) newBatches(cfg config.Config, opts Options, log *slog.Logger) {
 	slots := cfg.Slots
 	if opts.Engine != nil {
 		slots = opts.Engine.Slots
 	}
 	a.Batches = batch.New(batch.Config{Store: a.DB, Events: a.Bus, MaxLine: int(cfg.MaxBodyBytes), Concurrency: slots, Log: log})
-	a.Batches.SetInvoke(func(ctx context.Context, keyID, method, path string, body []byte) (int, http.Header, []byte, error) {
-		v, err := a.API.Invoke(ctx, keyID, method, path, body)
-		return v.Status, v.Header, v.Body, err
-	})
+	a.Batches.SetRun(a.API.RunLine)
 	a.API.Batches = a.Batches
 }
 

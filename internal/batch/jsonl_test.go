@@ -106,19 +106,6 @@ func TestScan(t *testing.T) {
 	}
 }
 
-func TestWithUser(t *testing.T) {
-	for _, c := range []struct{ in, want string }{
-		{`{"model":"m"}`, `{"model":"m","user":"batch:b"}`},
-		{`{"model":"m","user":null}`, `{"model":"m","user":"batch:b"}`},
-		{`{"model":"m","user":""}`, `{"model":"m","user":"batch:b"}`},
-		{`{"model":"m","user":"alice"}`, `{"model":"m","user":"alice"}`},
-	} {
-		if got := string(withUser([]byte(c.in), "batch:b")); got != c.want {
-			t.Errorf("withUser(%s) = %s, want %s", c.in, got, c.want)
-		}
-	}
-}
-
 // FuzzParseLine holds the line parser to its contract on any input: it
 // never panics, and a line it accepts has a custom_id, method POST, a
 // batch endpoint and an object body that a second parse of the same line

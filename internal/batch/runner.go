@@ -15,11 +15,25 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/inference"
 )
 
-// Invoke runs one API request in-process as the key keyID, through the
-// same route, scopes, limits, policies and request log as over HTTP
-// (httpapi.Server.Invoke), and returns its status, headers and body.
-// err is for a request that could not be made at all (the key revoked).
-type Invoke func(ctx context.Context, keyID, method, path string, body []byte) (status int, header http.Header, answer []byte, err error)
+// Run runs one line's request as the key keyID on the batch's endpoint
+// through the generation service — the same scopes, limits, policies and
+// request log as over HTTP, without an HTTP round trip: the body is
+// decoded once and the answer rendered once, for the output file. user is
+// the end user the line is attributed to when its body names none (its
+// batch). err is for a line that could not be run at all (the key cannot
+// be read, or is revoked).
+type Run func(ctx context.Context, keyID, endpoint, user string, body []byte) (Answer, error)
+
+// Answer is a line's answer: its status, the request id of its record,
+// the body (JSON: the answer, or the API error's envelope), how long to
+// wait before asking again (429 and 503), and the tokens it used.
+type Answer struct {
+	Status                    int
+	RequestID                 string
+	Body                      []byte
+	RetryAfter                time.Duration
+	InputTokens, OutputTokens int
+}
 
 // The durable workflow and its queue.
 const (
@@ -41,9 +55,9 @@ func (s *Service) Register(e *durable.Engine) error {
 	return e.Queue(Queue, QueueConcurrency)
 }
 
-// SetInvoke gives the service the API to run lines through. Batches that
-// resume before it is set wait for it.
-func (s *Service) SetInvoke(fn Invoke) {
+// SetRun gives the service the generation service to run lines through.
+// Batches that resume before it is set wait for it.
+func (s *Service) SetRun(fn Run) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.invoke == nil {
@@ -345,26 +359,25 @@ feed:
 	return true, nil
 }
 
-// runLine runs one line through the API and returns how it ended; false
-// when it was interrupted before an answer came (it stays pending). 429s
-// and 503s (limits, a model loading or overloaded) are waited out and
-// tried again for as long as the batch runs.
-func (s *Service) runLine(ctx context.Context, invoke Invoke, b Batch, it Item) (Result, bool) {
-	body := withUser(it.Body, "batch:"+b.ID)
+// runLine runs one line and returns how it ended; false when it was
+// interrupted before an answer came (it stays pending). 429s and 503s
+// (limits, a model loading or overloaded) are waited out and tried again
+// for as long as the batch runs.
+func (s *Service) runLine(ctx context.Context, run Run, b Batch, it Item) (Result, bool) {
 	ctx = inference.WithPriority(ctx, inference.PriorityBackground)
 	backoff := time.Second
 	for {
-		status, header, resp, err := invoke(ctx, b.KeyID, http.MethodPost, b.Endpoint, body)
-		if ctx.Err() != nil && (err != nil || status < 200 || status > 299) {
+		ans, err := run(ctx, b.KeyID, b.Endpoint, "batch:"+b.ID, it.Body)
+		if ctx.Err() != nil && (err != nil || ans.Status < 200 || ans.Status > 299) {
 			return Result{}, false
 		}
 		if err != nil {
 			return s.errorResult(b.ID, it, "invocation_failed", err.Error()), true
 		}
-		if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+		if ans.Status == http.StatusTooManyRequests || ans.Status == http.StatusServiceUnavailable {
 			wait := backoff
-			if ra, err := strconv.Atoi(header.Get("Retry-After")); err == nil && ra > 0 {
-				wait = time.Duration(ra) * time.Second
+			if ans.RetryAfter > 0 {
+				wait = ans.RetryAfter
 			}
 			backoff = min(2*backoff, 30*time.Second)
 			t := time.NewTimer(wait)
@@ -376,26 +389,8 @@ func (s *Service) runLine(ctx context.Context, invoke Invoke, b Batch, it Item) 
 				return Result{}, false
 			}
 		}
-		return s.answerResult(b.ID, it, status, header.Get("X-Request-Id"), resp), true
+		return s.answerResult(b.ID, it, ans), true
 	}
-}
-
-// withUser sets the body's "user" to user when the line sets none, so that
-// the request log attributes the line to its batch.
-func withUser(body json.RawMessage, user string) []byte {
-	var obj map[string]json.RawMessage
-	if json.Unmarshal(body, &obj) != nil {
-		return body
-	}
-	if u, ok := obj["user"]; ok && string(u) != "null" && string(u) != `""` {
-		return body
-	}
-	obj["user"], _ = json.Marshal(user)
-	out, err := json.Marshal(obj)
-	if err != nil {
-		return body
-	}
-	return out
 }
 
 // outputLine is a line of a batch's output or error file (OpenAI's).
@@ -417,30 +412,29 @@ type outputError struct {
 	Message string `json:"message"`
 }
 
-// answerResult is a line the API answered: 2xx to the output file, other
-// statuses to the error file, with the answer either way.
-func (s *Service) answerResult(batchID string, it Item, status int, requestID string, body []byte) Result {
-	if !json.Valid(body) {
-		body, _ = json.Marshal(string(body))
-	}
-	line, _ := json.Marshal(outputLine{ID: RequestID(batchID, it.Index), CustomID: it.CustomID,
-		Response: &outputResponse{StatusCode: status, RequestID: requestID, Body: body}})
+// answerResult is a line that was answered: 2xx to the output file, other
+// statuses to the error file, with the answer either way. The answer is
+// JSON already (the generation service rendered it): it goes into the
+// line as it is, not decoded and encoded again.
+func (s *Service) answerResult(batchID string, it Item, ans Answer) Result {
+	body := ans.Body
+	head, _ := json.Marshal(struct {
+		ID       string `json:"id"`
+		CustomID string `json:"custom_id"`
+	}{RequestID(batchID, it.Index), it.CustomID})
+	rid, _ := json.Marshal(ans.RequestID)
+	line := make([]byte, 0, len(head)+len(body)+96)
+	line = append(line, head[:len(head)-1]...)
+	line = append(line, `,"response":{"status_code":`...)
+	line = strconv.AppendInt(line, int64(ans.Status), 10)
+	line = append(append(append(line, `,"request_id":`...), rid...), `,"body":`...)
+	line = append(append(line, body...), `},"error":null}`...)
 	r := Result{Index: it.Index, Status: LineCompleted, Kind: KindOutput, Line: string(line)}
-	if status < 200 || status > 299 {
+	if ans.Status < 200 || ans.Status > 299 {
 		r.Status, r.Kind = LineFailed, KindError
 		return r
 	}
-	var u struct {
-		Usage struct {
-			PromptTokens     int `json:"prompt_tokens"`
-			CompletionTokens int `json:"completion_tokens"`
-			InputTokens      int `json:"input_tokens"`
-			OutputTokens     int `json:"output_tokens"`
-		} `json:"usage"`
-	}
-	json.Unmarshal(body, &u)
-	r.InputTokens = u.Usage.PromptTokens + u.Usage.InputTokens
-	r.OutputTokens = u.Usage.CompletionTokens + u.Usage.OutputTokens
+	r.InputTokens, r.OutputTokens = ans.InputTokens, ans.OutputTokens
 	return r
 }
 

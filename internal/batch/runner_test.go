@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -21,7 +20,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/sqlite"
 )
 
-// fakeAPI stands in for httpapi.Server.Invoke: it answers chat requests
+// fakeAPI stands in for the generation service (httpapi.Server.RunLine): it answers requests
 // with the request's custom content echoed, counts the calls per content
 // and the answered ones, and can hold calls until released.
 type fakeAPI struct {
@@ -44,12 +43,15 @@ func newFakeAPI() *fakeAPI {
 	return &fakeAPI{calls: map[string]int{}, answered: map[string]int{}, users: map[string]bool{}}
 }
 
-func (f *fakeAPI) invoke(ctx context.Context, keyID, method, path string, body []byte) (int, http.Header, []byte, error) {
+func (f *fakeAPI) run(ctx context.Context, keyID, endpoint, user string, body []byte) (batch.Answer, error) {
 	var req struct {
 		Input string `json:"input"`
 		User  string `json:"user"`
 	}
 	json.Unmarshal(body, &req)
+	if req.User == "" {
+		req.User = user
+	}
 	f.mu.Lock()
 	f.calls[req.Input]++
 	call := f.calls[req.Input]
@@ -69,7 +71,7 @@ func (f *fakeAPI) invoke(ctx context.Context, keyID, method, path string, body [
 		select {
 		case <-hold:
 		case <-ctx.Done():
-			return 499, http.Header{}, []byte(`{"error":{"message":"cancelled","type":"invalid_request_error","param":null,"code":"request_cancelled"}}`), nil
+			return batch.Answer{Status: 499, Body: []byte(`{"error":{"message":"cancelled","type":"invalid_request_error","param":null,"code":"request_cancelled"}}`)}, nil
 		}
 	}
 	status := 200
@@ -78,17 +80,20 @@ func (f *fakeAPI) invoke(ctx context.Context, keyID, method, path string, body [
 			status = s
 		}
 	}
-	h := http.Header{"X-Request-Id": {"req_" + req.Input + fmt.Sprint(call)}}
+	out := batch.Answer{Status: status, RequestID: "req_" + req.Input + fmt.Sprint(call)}
 	if status != 200 {
 		if status == 429 {
-			h.Set("Retry-After", "1")
+			out.RetryAfter = time.Second
 		}
-		return status, h, []byte(fmt.Sprintf(`{"error":{"message":"no","type":"x","param":null,"code":"e%d"}}`, status)), nil
+		out.Body = []byte(fmt.Sprintf(`{"error":{"message":"no","type":"x","param":null,"code":"e%d"}}`, status))
+		return out, nil
 	}
 	f.mu.Lock()
 	f.answered[req.Input]++
 	f.mu.Unlock()
-	return 200, h, []byte(fmt.Sprintf(`{"object":"embedding","input":%q,"usage":{"prompt_tokens":3,"completion_tokens":2}}`, req.Input)), nil
+	out.Body = []byte(fmt.Sprintf(`{"object":"embedding","input":%q,"usage":{"prompt_tokens":3,"completion_tokens":2}}`, req.Input))
+	out.InputTokens, out.OutputTokens = 3, 2
+	return out, nil
 }
 
 // rig is a batch service on a SQLite store and a durable engine.
@@ -127,7 +132,7 @@ func newRig(t *testing.T, db string, api *fakeAPI) *rig {
 	if err := r.e.Launch(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r.svc.SetInvoke(api.invoke)
+	r.svc.SetRun(api.run)
 	t.Cleanup(r.close)
 	return r
 }

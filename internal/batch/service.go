@@ -49,7 +49,7 @@ type Service struct {
 	lines chan struct{}
 
 	mu     sync.Mutex
-	invoke Invoke
+	invoke Run
 	ready  chan struct{} // closed once invoke is set
 
 	// stepLines bounds the lines one durable step runs; poll is how often
@@ -59,7 +59,7 @@ type Service struct {
 }
 
 // New returns a Service. Register it on the durable engine before the
-// engine launches, and give it the API (SetInvoke) to run lines.
+// engine launches, and give it the generation service (SetRun) to run lines.
 func New(cfg Config) *Service {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()

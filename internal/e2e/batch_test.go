@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/engine"
+	"github.com/sovereign-ai/sovereign/internal/openai"
 	"github.com/sovereign-ai/sovereign/internal/storetest"
 )
 
@@ -315,4 +317,59 @@ func TestBatchTakenOver(t *testing.T) {
 	killed := time.Now()
 	checkKilledBatch(t, b, u, admin, id, lines)
 	t.Logf("B completed the batch %v after A was killed", time.Since(killed).Round(100*time.Millisecond))
+}
+
+// TestBatchLineDecodesTheRequestOnce: a batch line goes to the generation
+// service with its body decoded once (counted by openai.Decodes) and its
+// answer rendered once into the output file, not through an in-process
+// HTTP round trip; it is recorded as its batch's like the same request
+// over HTTP.
+func TestBatchLineDecodesTheRequestOnce(t *testing.T) {
+	e := newEnv(t, tinyStore(t, "tiny"), engine.Config{})
+	_, key := teamWithKey(t, e, "batches", "inference", "records:read")
+	const lines = 3
+	var in strings.Builder
+	for i := range lines {
+		in.WriteString(batchLine(fmt.Sprint("q", i), "tiny", fmt.Sprint("hello ", i), "") + "\n")
+	}
+	body, ctype := multipartBody(t, "in.jsonl", "application/jsonl", in.String(), map[string]string{"purpose": "batch"})
+	req, _ := http.NewRequest("POST", e.url+"/v1/files", bytes.NewReader(body))
+	req.Header.Set("Content-Type", ctype)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f map[string]any
+	json.NewDecoder(resp.Body).Decode(&f)
+	resp.Body.Close()
+	b := e.jsonWith(key, "POST", "/v1/batches", map[string]any{"input_file_id": f["id"], "endpoint": "/v1/chat/completions", "completion_window": "24h"}, 200)
+	before := openai.Decodes()
+	for deadline := time.Now().Add(time.Minute); b["status"] != "completed"; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) || b["status"] == "failed" {
+			t.Fatalf("batch %v", b)
+		}
+		b = e.jsonWith(key, "GET", "/v1/batches/"+b["id"].(string), nil, 200)
+	}
+	if n := openai.Decodes() - before; n != lines {
+		t.Errorf("%d request decodes for %d lines, want one each", n, lines)
+	}
+	r := e.request(key, "GET", "/v1/files/"+b["output_file_id"].(string)+"/content", nil)
+	raw, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	out := jsonLines(t, raw)
+	if len(out) != lines {
+		t.Fatalf("output %s", raw)
+	}
+	for _, l := range out {
+		res := l["response"].(map[string]any)
+		answer := res["body"].(map[string]any)
+		if res["status_code"] != 200.0 || answer["object"] != "chat.completion" || answer["model"] != "tiny" || answer["usage"].(map[string]any)["completion_tokens"].(float64) < 1 {
+			t.Fatalf("line %v", l)
+		}
+		rec := e.jsonWith(key, "GET", "/v1/logs/"+res["request_id"].(string), nil, 200)
+		if rec["route"] != "POST /v1/chat/completions" || rec["user"] != "batch:"+b["id"].(string) || rec["completion_tokens"] != answer["usage"].(map[string]any)["completion_tokens"] {
+			t.Fatalf("record %v of line %v", rec, l)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
+	"github.com/sovereign-ai/sovereign/internal/generate"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/openai"
 	"github.com/sovereign-ai/sovereign/internal/rawjson"
@@ -60,8 +62,9 @@ var relayKindCapability = map[string]string{
 	"input_audio": "audio",
 }
 
-// relay serves an inference request for an upstream model.
-func (s *Server) relay(w http.ResponseWriter, r *http.Request, m catalog.Resolved, path string, body []byte, p openai.Peek) error {
+// relayCheck refuses what the upstream model cannot take (tools, content
+// parts) rather than let it be dropped.
+func relayCheck(m catalog.Resolved, p openai.Peek) error {
 	if len(p.Tools) > 0 && !m.Has("tools") {
 		return apierr.Invalid("tools", fmt.Sprintf("the model %q does not take tools (it supports: %s)", m.ID, strings.Join(m.Capabilities, ", ")))
 	}
@@ -71,101 +74,25 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, m catalog.Resolve
 				m.ID, k, c, strings.Join(m.Capabilities, ", ")))
 		}
 	}
+	return nil
+}
+
+// relay serves an inference request for an upstream model.
+func (s *Server) relay(w http.ResponseWriter, r *http.Request, m catalog.Resolved, path string, body []byte, p openai.Peek) error {
+	if err := relayCheck(m, p); err != nil {
+		return err
+	}
 	body, err := relayLimits(m, path, body, p)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := withTimeout(r)
 	defer cancel()
-	start := time.Now()
-	rl, err := m.Relay.Relay(ctx, inference.RelayRequest{Path: path, Body: body, Stream: p.Stream, Prompt: p.Prompt, MaxInputTokens: m.Limits.MaxInputTokens})
-	if err != nil {
-		s.Gen.Observe(ctx, m.ID, catalog.Observation{Latency: time.Since(start), Failed: true})
-		return err
-	}
-	defer rl.Close()
-	info(r.Context()).NoteReplica(rl.Replica())
-	obs := catalog.Observation{}
-	var first, last time.Time
-	ev, err := rl.Next()
-	if err != nil {
-		s.Gen.Observe(ctx, m.ID, catalog.Observation{Latency: time.Since(start), Failed: true})
-		return err
-	}
-	// The output stage (nil: none applies, the bytes pass unparsed).
-	gov := s.Gen.Relayed(info(r.Context()))
-	var answer []byte
-	var denied error // the output stage's deny of a streamed answer
+	call := info(ctx)
 	if !p.Stream {
-		// One event: the whole answer, sent once counted and governed.
-		if ev.Output {
-			first = time.Now()
-			last = first
-		}
-		answer = ev.Data
-		_, err = rl.Next()
-	} else {
-		out := startSSE(w)
-		for {
-			now := time.Now()
-			if ev.Output {
-				if first.IsZero() {
-					first = now
-				}
-				last = now
-			}
-			evs := []inference.RelayEvent{ev}
-			if gov != nil && denied == nil {
-				if evs, denied = gov.Event(ev); denied != nil {
-					out.fail(denied) // in place of the stream's end
-				}
-			}
-			if denied != nil {
-				evs = nil // the rest is read for its usage, not sent
-			}
-			for _, e := range evs {
-				if err := out.raw(e.Event, e.Data); err != nil {
-					return err // the client went away; closing the relay cancels upstream
-				}
-			}
-			if ev, err = rl.Next(); err != nil {
-				break
-			}
-		}
-		if !errors.Is(err, io.EOF) {
-			obs.Latency = time.Since(start)
-			if ctx.Err() == nil {
-				obs.Failed = true
-				s.Gen.Observe(ctx, m.ID, obs)
-			}
-			return out.fail(err)
-		}
-	}
-	obs.Latency = time.Since(start)
-	if !errors.Is(err, io.EOF) {
-		if ctx.Err() == nil {
-			obs.Failed = true
-			s.Gen.Observe(ctx, m.ID, obs)
-		}
-		return err
-	}
-	u := rl.Usage()
-	info(r.Context()).NoteUsage(u.PromptTokens, u.CompletionTokens, first)
-	if s.Metrics != nil {
-		s.Metrics.AddTokens(m.ID, u.PromptTokens, u.CompletionTokens)
-	}
-	if !first.IsZero() {
-		obs.TTFT, obs.CompletionTokens, obs.Decode = first.Sub(start), u.CompletionTokens, last.Sub(first)
-	}
-	s.Gen.Observe(ctx, m.ID, obs)
-	if denied != nil {
-		return denied
-	}
-	if !p.Stream {
-		if gov != nil {
-			if answer, err = gov.Whole(answer); err != nil {
-				return err // a deny: the answer is not sent
-			}
+		answer, err := s.relayWhole(ctx, call, m, path, body, p)
+		if err != nil {
+			return err
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
@@ -173,7 +100,106 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, m catalog.Resolve
 		_, err = w.Write(answer)
 		return err
 	}
-	return nil
+	start := time.Now()
+	rl, err := m.Relay.Relay(ctx, inference.RelayRequest{Path: path, Body: body, Stream: true, Prompt: p.Prompt, MaxInputTokens: m.Limits.MaxInputTokens})
+	if err != nil {
+		s.Gen.Observe(ctx, m.ID, catalog.Observation{Latency: time.Since(start), Failed: true})
+		return err
+	}
+	defer rl.Close()
+	call.NoteReplica(rl.Replica())
+	ev, err := rl.Next()
+	if err != nil {
+		s.Gen.Observe(ctx, m.ID, catalog.Observation{Latency: time.Since(start), Failed: true})
+		return err
+	}
+	// The output stage (nil: none applies, the bytes pass unparsed).
+	gov := s.Gen.Relayed(call)
+	var denied error // the output stage's deny
+	var first, last time.Time
+	out := startSSE(w)
+	for {
+		now := time.Now()
+		if ev.Output {
+			if first.IsZero() {
+				first = now
+			}
+			last = now
+		}
+		evs := []inference.RelayEvent{ev}
+		if gov != nil && denied == nil {
+			if evs, denied = gov.Event(ev); denied != nil {
+				out.fail(denied) // in place of the stream's end
+			}
+		}
+		if denied != nil {
+			evs = nil // the rest is read for its usage, not sent
+		}
+		for _, e := range evs {
+			if err := out.raw(e.Event, e.Data); err != nil {
+				return err // the client went away; closing the relay cancels upstream
+			}
+		}
+		if ev, err = rl.Next(); err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, io.EOF) {
+		if ctx.Err() == nil {
+			s.Gen.Observe(ctx, m.ID, catalog.Observation{Latency: time.Since(start), Failed: true})
+		}
+		return out.fail(err)
+	}
+	s.relayUsed(ctx, call, m, rl, start, first, last)
+	return denied
+}
+
+// relayWhole relays a request whose answer is not streamed and returns
+// the answer, counted and governed (a deny is the error; the answer is
+// then not given).
+func (s *Server) relayWhole(ctx context.Context, call *generate.Call, m catalog.Resolved, path string, body []byte, p openai.Peek) ([]byte, error) {
+	start := time.Now()
+	rl, err := m.Relay.Relay(ctx, inference.RelayRequest{Path: path, Body: body, Prompt: p.Prompt, MaxInputTokens: m.Limits.MaxInputTokens})
+	if err != nil {
+		s.Gen.Observe(ctx, m.ID, catalog.Observation{Latency: time.Since(start), Failed: true})
+		return nil, err
+	}
+	defer rl.Close()
+	call.NoteReplica(rl.Replica())
+	ev, err := rl.Next()
+	if err == nil {
+		_, err = rl.Next()
+	}
+	if !errors.Is(err, io.EOF) {
+		if ctx.Err() == nil {
+			s.Gen.Observe(ctx, m.ID, catalog.Observation{Latency: time.Since(start), Failed: true})
+		}
+		return nil, err
+	}
+	var first time.Time
+	if ev.Output {
+		first = time.Now()
+	}
+	s.relayUsed(ctx, call, m, rl, start, first, first)
+	if gov := s.Gen.Relayed(call); gov != nil {
+		return gov.Whole(ev.Data)
+	}
+	return ev.Data, nil
+}
+
+// relayUsed counts a relayed answer's usage, on the call and in the
+// metrics, and adds it to the model's live figures.
+func (s *Server) relayUsed(ctx context.Context, call *generate.Call, m catalog.Resolved, rl inference.Relay, start, first, last time.Time) {
+	u := rl.Usage()
+	call.NoteUsage(u.PromptTokens, u.CompletionTokens, first)
+	if s.Metrics != nil {
+		s.Metrics.AddTokens(m.ID, u.PromptTokens, u.CompletionTokens)
+	}
+	obs := catalog.Observation{Latency: time.Since(start)}
+	if !first.IsZero() {
+		obs.TTFT, obs.CompletionTokens, obs.Decode = first.Sub(start), u.CompletionTokens, last.Sub(first)
+	}
+	s.Gen.Observe(ctx, m.ID, obs)
 }
 
 // relayLimits applies the model's output limit to a relayed request: a
