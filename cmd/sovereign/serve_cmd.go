@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"runtime"
@@ -91,6 +92,11 @@ func serveCommand(args []string) error {
 		log.Info("no default rerank model: set SOVEREIGN_RERANK_MODEL, or install a cross-encoder or a chat model of `sovereign models pull --list`")
 	}
 
+	if addr := os.Getenv("SOVEREIGN_DEBUG_ADDR"); addr != "" {
+		if err := serveDebug(addr, log); err != nil {
+			return err
+		}
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
@@ -139,4 +145,28 @@ func serveCommand(args []string) error {
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	return srv.Shutdown(sctx)
+}
+
+// serveDebug serves Go's profiles (net/http/pprof: CPU, heap, allocations,
+// goroutines, execution traces) on addr, which must be a loopback address:
+// they are for whoever profiles the server on its own host (bench/README.md,
+// "Where the tail comes from"), never for the network, and they need no key.
+func serveDebug(addr string, log *slog.Logger) error {
+	host, _, err := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("SOVEREIGN_DEBUG_ADDR %q: give a loopback address and port (127.0.0.1:6060): the profiles need no key", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("SOVEREIGN_DEBUG_ADDR: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	log.Warn("serving Go profiles without a key (SOVEREIGN_DEBUG_ADDR)", "addr", ln.Addr().String())
+	go http.Serve(ln, mux)
+	return nil
 }

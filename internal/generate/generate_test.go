@@ -347,3 +347,23 @@ func TestResolveRefusesWhatTheModelCannotDo(t *testing.T) {
 		t.Fatalf("no model: %v", err)
 	}
 }
+
+// TestNewIDsSortByTime: ids made later sort after earlier ones (the request
+// log's id index then appends instead of writing a page per record), and
+// keep their shape.
+func TestNewIDsSortByTime(t *testing.T) {
+	a := NewID()
+	time.Sleep(2 * time.Millisecond)
+	b := NewID()
+	if len(a) != 28 || !strings.HasPrefix(a, "req_") || a >= b || a[:16] == b[:16] {
+		t.Fatalf("ids %s then %s", a, b)
+	}
+	seen := map[string]bool{}
+	for range 10000 {
+		id := NewID()
+		if seen[id] {
+			t.Fatalf("id %s made twice", id)
+		}
+		seen[id] = true
+	}
+}

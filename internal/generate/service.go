@@ -3,6 +3,7 @@ package generate
 import (
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -72,10 +73,16 @@ type Service struct {
 	Keys     Keys
 }
 
-// NewID is a fresh request id.
+// NewID is a fresh request id: "req_" and 24 hex digits, the first 12 the
+// time in milliseconds and the rest random. Time first, so that ids made
+// one after another sort together: the request log indexes records by id,
+// and a random id put each new record on a page of its own in that index
+// (2.5× the cost of appending a record, most of it written to disk;
+// BenchmarkAppendRecords in internal/sqlite).
 func NewID() string {
 	var b [12]byte
-	rand.Read(b[:])
+	binary.BigEndian.PutUint64(b[:8], uint64(time.Now().UnixMilli())<<16)
+	rand.Read(b[6:])
 	return "req_" + hex.EncodeToString(b[:])
 }
 

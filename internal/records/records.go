@@ -287,10 +287,18 @@ type Writer struct {
 	store    Store
 	counters Counters
 	log      *slog.Logger
-	ch       chan Record
-	done     chan struct{}
-	mu       sync.RWMutex // closing the channel excludes sends
-	closed   bool
+	size     int
+
+	mu     sync.Mutex
+	buf    []Record // queued, at most size
+	spare  []Record // the last batch's array, for the next
+	closed bool
+	// wake carries one signal: the first record of a batch, a full batch,
+	// or Close. A record that finds others queued wakes nobody: under load
+	// the writer wakes once a batch, not once a record (each wake-up was a
+	// scheduler round trip on the request's path).
+	wake chan struct{}
+	done chan struct{}
 	// Dropped and Failed count records lost to a full buffer and to store
 	// errors.
 	Dropped, Failed atomic.Int64
@@ -307,7 +315,7 @@ func NewWriter(store Store, size int, counters Counters, log *slog.Logger) *Writ
 	if log == nil {
 		log = slog.Default()
 	}
-	w := &Writer{store: store, counters: counters, log: log, ch: make(chan Record, size), done: make(chan struct{})}
+	w := &Writer{store: store, counters: counters, log: log, size: size, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	go w.loop()
 	return w
 }
@@ -315,16 +323,24 @@ func NewWriter(store Store, size int, counters Counters, log *slog.Logger) *Writ
 // Log queues a record; it never blocks. A record that finds the buffer
 // full (or the writer closed) is counted as dropped.
 func (w *Writer) Log(r Record) {
-	w.mu.RLock()
-	defer w.mu.RUnlock()
-	if w.closed {
+	w.mu.Lock()
+	if w.closed || len(w.buf) >= w.size {
+		w.mu.Unlock()
 		w.drop(1)
 		return
 	}
+	w.buf = append(w.buf, r)
+	n := len(w.buf)
+	w.mu.Unlock()
+	if n == 1 || n == Batch {
+		w.signal()
+	}
+}
+
+func (w *Writer) signal() {
 	select {
-	case w.ch <- r:
-	default:
-		w.drop(1)
+	case w.wake <- struct{}{}:
+	default: // a signal is pending already
 	}
 }
 
@@ -343,26 +359,38 @@ const Linger = 10 * time.Millisecond
 
 func (w *Writer) loop() {
 	defer close(w.done)
-	batch := make([]Record, 0, Batch)
 	timer := time.NewTimer(Linger)
 	timer.Stop()
-	for r := range w.ch {
-		batch = append(batch[:0], r)
-		timer.Reset(Linger)
-	fill:
-		for len(batch) < Batch {
+	for {
+		<-w.wake
+		w.mu.Lock()
+		closed := w.closed
+		w.mu.Unlock()
+		if !closed {
+			// Linger for more records, unless a batch fills (or Close
+			// comes) first.
+			timer.Reset(Linger)
 			select {
-			case r, ok := <-w.ch:
-				if !ok {
-					break fill // closing: store what there is
-				}
-				batch = append(batch, r)
 			case <-timer.C:
-				break fill
+			case <-w.wake:
+				timer.Stop()
 			}
 		}
-		timer.Stop()
-		w.append(batch)
+		w.mu.Lock()
+		batch, closed := w.buf, w.closed
+		w.buf, w.spare = w.spare[:0], nil
+		w.mu.Unlock()
+		for rest := batch; len(rest) > 0; {
+			n := min(len(rest), Batch)
+			w.append(rest[:n])
+			rest = rest[n:]
+		}
+		w.mu.Lock()
+		w.spare = batch[:0]
+		w.mu.Unlock()
+		if closed {
+			return
+		}
 	}
 }
 
@@ -387,10 +415,8 @@ func (w *Writer) append(batch []Record) {
 // Close stops taking records and waits until the queued ones are stored.
 func (w *Writer) Close() {
 	w.mu.Lock()
-	if !w.closed {
-		w.closed = true
-		close(w.ch)
-	}
+	w.closed = true
 	w.mu.Unlock()
+	w.signal()
 	<-w.done
 }

@@ -46,6 +46,7 @@ var _ auth.KeyStore = (*Store)(nil)
 // extended result codes.
 var dialect = sqlstore.Dialect{
 	Name:                  "sqlite",
+	LocalFile:             true,
 	Placeholder:           sqlstore.Question,
 	TimeValue:             func(t time.Time) any { return fmtTime(t) },
 	IsUniqueViolation:     isUnique,

@@ -4,7 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,6 +18,12 @@ var _ records.Store = (*Store)(nil)
 const recordColumns = `seq, id, time, team_id, key_id, method, route, model, backend, replica, status, error_code,
 	latency_ms, ttft_ms, prompt_tokens, completion_tokens, client_ip, user_name, prompt, output, prev_hash, hash`
 
+// recordFields is the number of columns an append writes (all but seq);
+// recordPlaceholders is one row of them.
+const recordFields = 21
+
+var recordPlaceholders = "(" + strings.Repeat("?, ", recordFields-1) + "?)"
+
 // AppendRecords chains and stores records in one transaction. The chain
 // head is read under the dialect's chain lock (PostgreSQL: a transaction
 // advisory lock, so servers sharing the database append one at a time;
@@ -25,6 +31,9 @@ const recordColumns = `seq, id, time, team_id, key_id, method, route, model, bac
 func (s *Store) AppendRecords(ctx context.Context, rs []records.Record) error {
 	if len(rs) == 0 {
 		return nil
+	}
+	if s.d.LocalFile {
+		ctx = context.WithoutCancel(ctx)
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -48,29 +57,56 @@ func (s *Store) AppendRecords(ctx context.Context, rs []records.Record) error {
 	if err != nil {
 		return s.errorf("append records: reading the chain head: %w", err)
 	}
-	stmt, err := tx.PrepareContext(ctx, s.rebind(`INSERT INTO request_logs (`+strings.TrimPrefix(recordColumns, "seq, ")+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`))
-	if err != nil {
-		return s.errorf("append records: %w", err)
-	}
-	defer stmt.Close()
+	// One statement for the whole batch: a statement per row cost most of
+	// the writer's CPU, which a busy server's requests share (bench/gateway,
+	// bench/README.md "Where the tail comes from").
+	var q strings.Builder
+	q.WriteString(`INSERT INTO request_logs (` + strings.TrimPrefix(recordColumns, "seq, ") + `) VALUES `)
+	args := make([]any, 0, len(rs)*recordFields)
 	for i := range rs {
 		r := &rs[i]
 		r.Normalize()
 		r.PrevHash = prev
 		r.Hash = r.ComputeHash(prev)
+		prev = r.Hash
 		var ttft any
 		if r.TTFTMs != nil {
 			ttft = *r.TTFTMs
 		}
-		if err := stmt.QueryRowContext(ctx, r.ID, s.timeValue(r.Time), r.TeamID, r.KeyID, r.Method, r.Route, r.Model, r.Backend, r.Replica,
-			r.Status, r.ErrorCode, r.LatencyMs, ttft, r.PromptTokens, r.CompletionTokens, r.ClientIP, r.User, r.Prompt, r.Output, r.PrevHash, r.Hash).Scan(&r.Seq); err != nil {
+		if i > 0 {
+			q.WriteByte(',')
+		}
+		q.WriteString(recordPlaceholders)
+		args = append(args, r.ID, s.timeValue(r.Time), r.TeamID, r.KeyID, r.Method, r.Route, r.Model, r.Backend, r.Replica,
+			r.Status, r.ErrorCode, r.LatencyMs, ttft, r.PromptTokens, r.CompletionTokens, r.ClientIP, r.User, r.Prompt, r.Output, r.PrevHash, r.Hash)
+	}
+	q.WriteString(` RETURNING seq`)
+	rows, err := tx.QueryContext(ctx, s.rebind(q.String()), args...)
+	if err != nil {
+		return s.errorf("append records: %w", err)
+	}
+	seqs := make([]int64, 0, len(rs))
+	for rows.Next() {
+		var seq int64
+		if err := rows.Scan(&seq); err != nil {
+			rows.Close()
 			return s.errorf("append records: %w", err)
 		}
-		prev = r.Hash
-		// The log writer shares the server's CPU with requests: let them
-		// run between rows rather than after a whole batch.
-		runtime.Gosched()
+		seqs = append(seqs, seq)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return s.errorf("append records: %w", err)
+	}
+	if len(seqs) != len(rs) {
+		return s.errorf("append records: %d rows stored for %d records", len(seqs), len(rs))
+	}
+	// The rows take their numbers in the order they are listed (under the
+	// chain lock nothing else inserts between them); RETURNING need not
+	// give them back in that order.
+	slices.Sort(seqs)
+	for i := range rs {
+		rs[i].Seq = seqs[i]
 	}
 	if err := tx.Commit(); err != nil {
 		return s.errorf("append records: %w", err)

@@ -45,6 +45,14 @@ type Dialect struct {
 	// IsForeignKeyViolation reports whether err broke a foreign-key
 	// constraint.
 	IsForeignKeyViolation func(err error) bool
+	// LocalFile says the database is a file this process opens (SQLite):
+	// its calls cannot hang on a network, only wait on its own locks, which
+	// the driver bounds (busy_timeout). The request log's appends then run
+	// without cancellation: the driver watches a cancellable context with a
+	// goroutine per statement and per transaction, and on a busy server
+	// those goroutines' wake-ups were part of every request's tail
+	// (bench/README.md, "Where the tail comes from").
+	LocalFile bool
 	// ChainLock, when set, is run first in a transaction that appends to
 	// the request log chain, to serialize appends across connections and
 	// servers ("" when write transactions are serialized already).
