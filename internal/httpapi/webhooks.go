@@ -104,25 +104,19 @@ func (s *Server) webhookOf(r *http.Request) (webhook.Webhook, error) {
 		return webhook.Webhook{}, err
 	}
 	id := r.PathValue("id")
-	w, err := s.Webhooks.Store.GetWebhook(r.Context(), id)
-	if err == nil && w.TeamID != teamOf(r) {
-		err = webhook.ErrNotFound
-	}
+	w, err := s.Webhooks.GetWebhook(r.Context(), caller(r), id)
 	return w, webhookError(err, "webhook", id)
 }
 
-// deliveryOf returns the path's delivery of the path's webhook.
-func (s *Server) deliveryOf(r *http.Request) (webhook.Webhook, webhook.Delivery, error) {
-	w, err := s.webhookOf(r)
-	if err != nil {
-		return w, webhook.Delivery{}, err
+// webhookErrorOf maps an error about the path's webhook (or its
+// delivery) to the API's, naming the one not found.
+func (s *Server) webhookErrorOf(r *http.Request, err error) error {
+	if errors.Is(err, webhook.ErrNotFound) && r.PathValue("delivery_id") != "" {
+		if _, werr := s.Webhooks.GetWebhook(r.Context(), caller(r), r.PathValue("id")); werr == nil {
+			return webhookError(err, "delivery", r.PathValue("delivery_id"))
+		}
 	}
-	id := r.PathValue("delivery_id")
-	d, err := s.Webhooks.Store.GetWebhookDelivery(r.Context(), id)
-	if err == nil && d.WebhookID != w.ID {
-		err = webhook.ErrNotFound
-	}
-	return w, d, webhookError(err, "delivery", id)
+	return webhookError(err, "webhook", r.PathValue("id"))
 }
 
 // mayAudit reports whether the caller may subscribe to audit.triggered.
@@ -163,7 +157,7 @@ func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 	if err := listParams(r.URL.Query(), &limit); err != nil {
 		return err
 	}
-	ws, more, err := s.Webhooks.Store.ListWebhooks(r.Context(), teamOf(r), r.URL.Query().Get("after"), limit)
+	ws, more, err := s.Webhooks.ListWebhooks(r.Context(), caller(r), r.URL.Query().Get("after"), limit)
 	if err != nil {
 		return err
 	}
@@ -190,15 +184,14 @@ type updateWebhookRequest struct {
 }
 
 func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request) error {
-	wh, err := s.webhookOf(r)
-	if err != nil {
+	if err := s.webhooksOn(); err != nil {
 		return err
 	}
 	var req updateWebhookRequest
 	if err := decodeStrict(r.Body, &req); err != nil {
 		return err
 	}
-	wh, err = s.Webhooks.Update(r.Context(), wh, webhook.UpdateParams{URL: req.URL, Events: req.Events, Description: req.Description,
+	wh, err := s.Webhooks.Update(r.Context(), caller(r), r.PathValue("id"), webhook.UpdateParams{URL: req.URL, Events: req.Events, Description: req.Description,
 		Enabled: req.Enabled, Audit: mayAudit(r)})
 	if err != nil {
 		return webhookError(err, "webhook", r.PathValue("id"))
@@ -207,14 +200,14 @@ func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
-	wh, err := s.webhookOf(r)
-	if err != nil {
+	if err := s.webhooksOn(); err != nil {
 		return err
 	}
-	if err := s.Webhooks.Delete(r.Context(), wh); err != nil {
-		return webhookError(err, "webhook", wh.ID)
+	id := r.PathValue("id")
+	if err := s.Webhooks.Delete(r.Context(), caller(r), id); err != nil {
+		return webhookError(err, "webhook", id)
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"id": wh.ID, "object": "webhook", "deleted": true})
+	return writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "webhook", "deleted": true})
 }
 
 type rotateSecretRequest struct {
@@ -222,8 +215,7 @@ type rotateSecretRequest struct {
 }
 
 func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) error {
-	wh, err := s.webhookOf(r)
-	if err != nil {
+	if err := s.webhooksOn(); err != nil {
 		return err
 	}
 	var req rotateSecretRequest
@@ -239,7 +231,7 @@ func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) err
 		}
 		grace = time.Duration(*req.GracePeriodSeconds) * time.Second
 	}
-	wh, err = s.Webhooks.Rotate(r.Context(), wh, grace)
+	wh, err := s.Webhooks.Rotate(r.Context(), caller(r), r.PathValue("id"), grace)
 	if err != nil {
 		return webhookError(err, "webhook", r.PathValue("id"))
 	}
@@ -249,8 +241,7 @@ func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) err
 }
 
 func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) error {
-	wh, err := s.webhookOf(r)
-	if err != nil {
+	if err := s.webhooksOn(); err != nil {
 		return err
 	}
 	q := r.URL.Query()
@@ -258,9 +249,9 @@ func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) e
 	if err := listParams(q, &limit); err != nil {
 		return err
 	}
-	ds, more, err := s.Webhooks.ListDeliveries(r.Context(), webhook.DeliveryFilter{WebhookID: wh.ID, Status: q.Get("status"), After: q.Get("after"), Limit: limit})
+	ds, more, err := s.Webhooks.ListDeliveries(r.Context(), caller(r), webhook.DeliveryFilter{WebhookID: r.PathValue("id"), Status: q.Get("status"), After: q.Get("after"), Limit: limit})
 	if err != nil {
-		return webhookError(err, "delivery", "")
+		return s.webhookErrorOf(r, err)
 	}
 	data := make([]DeliveryJSON, len(ds))
 	for i, d := range ds {
@@ -270,13 +261,12 @@ func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) e
 }
 
 func (s *Server) getWebhookDelivery(w http.ResponseWriter, r *http.Request) error {
-	_, d, err := s.deliveryOf(r)
-	if err != nil {
+	if err := s.webhooksOn(); err != nil {
 		return err
 	}
-	as, err := s.Webhooks.Store.WebhookDeliveryAttempts(r.Context(), d.ID)
+	d, as, err := s.Webhooks.DeliveryAttempts(r.Context(), caller(r), r.PathValue("id"), r.PathValue("delivery_id"))
 	if err != nil {
-		return err
+		return s.webhookErrorOf(r, err)
 	}
 	out := deliveryJSON(d)
 	list := make([]AttemptJSON, len(as))
@@ -288,13 +278,12 @@ func (s *Server) getWebhookDelivery(w http.ResponseWriter, r *http.Request) erro
 }
 
 func (s *Server) redeliverWebhook(w http.ResponseWriter, r *http.Request) error {
-	wh, d, err := s.deliveryOf(r)
-	if err != nil {
+	if err := s.webhooksOn(); err != nil {
 		return err
 	}
-	nd, err := s.Webhooks.Redeliver(r.Context(), wh, d)
+	nd, err := s.Webhooks.Redeliver(r.Context(), caller(r), r.PathValue("id"), r.PathValue("delivery_id"))
 	if err != nil {
-		return webhookError(err, "delivery", d.ID)
+		return s.webhookErrorOf(r, err)
 	}
 	return writeJSON(w, http.StatusAccepted, deliveryJSON(nd))
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
+	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/events"
 	"github.com/sovereign-ai/sovereign/internal/workflow"
 )
@@ -156,11 +157,15 @@ func (s *Server) definition(r *http.Request) (workflow.Definition, error) {
 		return workflow.Definition{}, err
 	}
 	id := r.PathValue("id")
-	d, err := s.Workflows.Store.GetWorkflow(r.Context(), id)
-	if err == nil && d.TeamID != teamOf(r) {
-		err = workflow.ErrNotFound
-	}
+	d, err := s.Workflows.GetWorkflow(r.Context(), caller(r), id)
 	return d, workflowError(err, "workflow", id)
+}
+
+// caller is the request's key: the identity every service method checks
+// the team of.
+func caller(r *http.Request) auth.Key {
+	k, _ := KeyFrom(r.Context())
+	return k
 }
 
 type workflowRequest struct {
@@ -211,7 +216,7 @@ func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request) error {
 	if err := listParams(r.URL.Query(), &limit); err != nil {
 		return err
 	}
-	ds, more, err := s.Workflows.Store.ListWorkflows(r.Context(), teamOf(r), r.URL.Query().Get("after"), limit)
+	ds, more, err := s.Workflows.ListWorkflows(r.Context(), caller(r), r.URL.Query().Get("after"), limit)
 	if err != nil {
 		return err
 	}
@@ -231,10 +236,10 @@ func (s *Server) getWorkflow(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) updateWorkflow(w http.ResponseWriter, r *http.Request) error {
-	d, err := s.definition(r)
-	if err != nil {
+	if err := s.workflowsOn(); err != nil {
 		return err
 	}
+	id := r.PathValue("id")
 	var req workflowRequest
 	if err := decodeStrict(r.Body, &req); err != nil {
 		return err
@@ -242,39 +247,38 @@ func (s *Server) updateWorkflow(w http.ResponseWriter, r *http.Request) error {
 	if err := req.check(); err != nil {
 		return err
 	}
-	d, err = s.Workflows.Update(r.Context(), d, req.Name, req.Description, req.Definition)
+	d, err := s.Workflows.Update(r.Context(), caller(r), id, req.Name, req.Description, req.Definition)
 	if err != nil {
-		return prefixed(workflowError(err, "workflow", d.ID), "definition.")
+		return prefixed(workflowError(err, "workflow", id), "definition.")
 	}
 	return writeJSON(w, http.StatusOK, workflowJSON(d))
 }
 
 func (s *Server) deleteWorkflow(w http.ResponseWriter, r *http.Request) error {
-	d, err := s.definition(r)
-	if err != nil {
+	if err := s.workflowsOn(); err != nil {
 		return err
 	}
-	if err := s.Workflows.Store.DeleteWorkflow(r.Context(), d.ID); err != nil {
-		return workflowError(err, "workflow", d.ID)
+	id := r.PathValue("id")
+	if err := s.Workflows.DeleteWorkflow(r.Context(), caller(r), id); err != nil {
+		return workflowError(err, "workflow", id)
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"id": d.ID, "object": "workflow.deleted", "deleted": true})
+	return writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "workflow.deleted", "deleted": true})
 }
 
 func (s *Server) startRun(w http.ResponseWriter, r *http.Request) error {
-	d, err := s.definition(r)
-	if err != nil {
+	if err := s.workflowsOn(); err != nil {
 		return err
 	}
+	id := r.PathValue("id")
 	var req struct {
 		Input json.RawMessage `json:"input"`
 	}
 	if err := decodeStrict(r.Body, &req); err != nil {
 		return err
 	}
-	k, _ := KeyFrom(r.Context())
-	run, err := s.Workflows.Start(r.Context(), d, k, req.Input)
+	run, err := s.Workflows.Start(r.Context(), caller(r), id, req.Input)
 	if err != nil {
-		return workflowError(err, "workflow", d.ID)
+		return workflowError(err, "workflow", id)
 	}
 	return writeJSON(w, http.StatusCreated, runJSON(run))
 }
@@ -285,10 +289,7 @@ func (s *Server) run(r *http.Request) (workflow.Run, error) {
 		return workflow.Run{}, err
 	}
 	id := r.PathValue("id")
-	run, err := s.Workflows.Store.GetRun(r.Context(), id)
-	if err == nil && run.TeamID != teamOf(r) {
-		err = workflow.ErrNotFound
-	}
+	run, err := s.Workflows.GetRun(r.Context(), caller(r), id)
 	return run, workflowError(err, "workflow run", id)
 }
 
@@ -306,7 +307,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 	if f.Status != "" && !contains(runStates, f.Status) {
 		return apierr.Invalid("status", "'status' is one of queued, running, waiting_approval, succeeded, failed, cancelled")
 	}
-	runs, more, err := s.Workflows.Store.ListRuns(r.Context(), f)
+	runs, more, err := s.Workflows.ListRuns(r.Context(), caller(r), f)
 	if err != nil {
 		return err
 	}
@@ -336,13 +337,13 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
-	run, err := s.run(r)
-	if err != nil {
+	if err := s.workflowsOn(); err != nil {
 		return err
 	}
-	run, err = s.Workflows.Cancel(r.Context(), run)
+	id := r.PathValue("id")
+	run, err := s.Workflows.Cancel(r.Context(), caller(r), id)
 	if err != nil {
-		return workflowError(err, "workflow run", run.ID)
+		return workflowError(err, "workflow run", id)
 	}
 	return writeJSON(w, http.StatusOK, runJSON(run))
 }
@@ -391,11 +392,7 @@ func (s *Server) approval(r *http.Request) (workflow.Approval, error) {
 		return workflow.Approval{}, err
 	}
 	id := r.PathValue("id")
-	a, err := s.Workflows.Store.GetApproval(r.Context(), id)
-	k, _ := KeyFrom(r.Context())
-	if err == nil && !workflow.CanSee(a, k) {
-		err = workflow.ErrNotFound
-	}
+	a, err := s.Workflows.GetApproval(r.Context(), caller(r), id)
 	return a, workflowError(err, "approval", id)
 }
 
@@ -414,7 +411,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) error {
 	if status != "" && !contains(approvalStates, status) {
 		return apierr.Invalid("status", "'status' is one of pending, approved, rejected, expired")
 	}
-	as, more, err := s.Workflows.Store.ListApprovals(r.Context(), teamOf(r), status, q.Get("after"), limit)
+	as, more, err := s.Workflows.ListApprovals(r.Context(), caller(r), status, q.Get("after"), limit)
 	if err != nil {
 		return err
 	}
@@ -434,10 +431,10 @@ func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) error {
-	a, err := s.approval(r)
-	if err != nil {
+	if err := s.workflowsOn(); err != nil {
 		return err
 	}
+	id := r.PathValue("id")
 	var req struct {
 		Decision string `json:"decision"`
 		Comment  string `json:"comment"`
@@ -448,10 +445,9 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) error {
 	if req.Decision != "approve" && req.Decision != "reject" {
 		return apierr.Invalid("decision", "'decision' is approve or reject")
 	}
-	k, _ := KeyFrom(r.Context())
-	a, err = s.Workflows.Decide(r.Context(), a, k, req.Decision == "approve", req.Comment)
+	a, err := s.Workflows.Decide(r.Context(), caller(r), id, req.Decision == "approve", req.Comment)
 	if err != nil {
-		return workflowError(err, "approval", a.ID)
+		return workflowError(err, "approval", id)
 	}
 	return writeJSON(w, http.StatusOK, approvalJSON(a))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/sovereign-ai/sovereign/internal/auth"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -159,6 +160,9 @@ func (g *rig) create(t *testing.T, team string, r *receiver, types ...string) we
 	return w
 }
 
+// teamA is a key of the team the rig's webhooks belong to.
+var teamA = auth.Key{ID: "key_a", TeamID: "team_a", Scopes: []auth.Scope{auth.ScopeWebhooks}}
+
 func (g *rig) deliveries(t *testing.T, w webhook.Webhook) []webhook.Delivery {
 	t.Helper()
 	ds, _, err := g.db.ListWebhookDeliveries(context.Background(), webhook.DeliveryFilter{WebhookID: w.ID, Limit: 100})
@@ -288,7 +292,7 @@ func TestDeliveries(t *testing.T) {
 	}
 	// Re-enabling clears the counters.
 	on := true
-	w, err := g.svc.Update(ctx, w, webhook.UpdateParams{Enabled: &on})
+	w, err := g.svc.Update(ctx, teamA, w.ID, webhook.UpdateParams{Enabled: &on})
 	if err != nil || !w.Enabled || w.ConsecutiveFailures != 0 || w.FailingSince != nil || w.DisabledReason != "" {
 		t.Fatalf("re-enabled %+v %v", w, err)
 	}
@@ -299,7 +303,7 @@ func TestDeliveries(t *testing.T) {
 		t.Fatalf("delivery %+v", first)
 	}
 	before := good.attempts[first.MessageID]
-	nd, err := g.svc.Redeliver(ctx, whGood, first)
+	nd, err := g.svc.Redeliver(ctx, teamA, whGood.ID, first.ID)
 	if err != nil || nd.MessageID != first.MessageID || nd.RedeliveryOf != first.ID || nd.ID == first.ID {
 		t.Fatalf("redelivery %+v %v", nd, err)
 	}
@@ -311,7 +315,7 @@ func TestDeliveries(t *testing.T) {
 
 	// Rotation: both signatures during the grace period, each verifying
 	// on its own.
-	rotated, err := g.svc.Rotate(ctx, whGood, time.Hour)
+	rotated, err := g.svc.Rotate(ctx, teamA, whGood.ID, time.Hour)
 	if err != nil || rotated.Secret == whGood.Secret || rotated.PreviousSecret != whGood.Secret {
 		t.Fatalf("rotated %+v %v", rotated, err)
 	}
@@ -331,7 +335,7 @@ func TestDeliveries(t *testing.T) {
 	}
 
 	// A deleted webhook's deliveries go with it.
-	if err := g.svc.Delete(ctx, whFlaky); err != nil {
+	if err := g.svc.Delete(ctx, teamA, whFlaky.ID); err != nil {
 		t.Fatal(err)
 	}
 	if ds := g.deliveries(t, whFlaky); len(ds) != 0 {

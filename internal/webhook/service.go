@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sovereign-ai/sovereign/internal/auth"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -172,10 +173,14 @@ type UpdateParams struct {
 	Audit       bool // as in CreateParams
 }
 
-// Update changes w. Enabling a disabled webhook clears its failure
+// Update changes the caller's team's webhook id. Enabling a disabled webhook clears its failure
 // counters; disabling it stops its deliveries at their next attempt.
 // Errors: as Create's, and ErrNotFound.
-func (s *Service) Update(ctx context.Context, w Webhook, p UpdateParams) (Webhook, error) {
+func (s *Service) Update(ctx context.Context, caller auth.Key, id string, p UpdateParams) (Webhook, error) {
+	w, err := s.GetWebhook(ctx, caller, id)
+	if err != nil {
+		return w, err
+	}
 	var patch Patch
 	if p.URL != nil {
 		if err := s.checkURL(ctx, *p.URL); err != nil {
@@ -210,11 +215,15 @@ func (s *Service) Update(ctx context.Context, w Webhook, p UpdateParams) (Webhoo
 	return s.Store.UpdateWebhook(ctx, w.ID, patch, s.now())
 }
 
-// Rotate gives w a new secret and returns it with the new secret; the old
+// Rotate gives the caller's team's webhook id a new secret and returns it with the new secret; the old
 // one keeps signing (a second signature) for grace (0: it stops at once).
 // A rotation during another's grace period drops the oldest secret.
 // Errors: *ValidationError (grace out of range), ErrNotFound.
-func (s *Service) Rotate(ctx context.Context, w Webhook, grace time.Duration) (Webhook, error) {
+func (s *Service) Rotate(ctx context.Context, caller auth.Key, id string, grace time.Duration) (Webhook, error) {
+	w, err := s.GetWebhook(ctx, caller, id)
+	if err != nil {
+		return w, err
+	}
 	if grace < 0 || grace > MaxGracePeriod {
 		return Webhook{}, invalid("grace_period_seconds", "'grace_period_seconds' is from 0 to %d (%s)", int(MaxGracePeriod/time.Second), MaxGracePeriod)
 	}
@@ -228,17 +237,25 @@ func (s *Service) Rotate(ctx context.Context, w Webhook, grace time.Duration) (W
 	return s.Store.RotateWebhookSecret(ctx, w.ID, NewSecret(), previous, until, now)
 }
 
-// Delete deletes w with its deliveries; the deliveries under way stop at
+// Delete deletes the caller's team's webhook id with its deliveries; the deliveries under way stop at
 // their next attempt.
-func (s *Service) Delete(ctx context.Context, w Webhook) error {
-	return s.Store.DeleteWebhook(ctx, w.ID)
+func (s *Service) Delete(ctx context.Context, caller auth.Key, id string) error {
+	if _, err := s.GetWebhook(ctx, caller, id); err != nil {
+		return err
+	}
+	return s.Store.DeleteWebhook(ctx, id)
 }
 
-// Redeliver delivers d's event to w again: a new delivery with the same
+// Redeliver delivers the event of the delivery deliveryID of the caller's
+// team's webhook webhookID again: a new delivery with the same
 // message id (webhook-id), so that a receiver that processed it already
 // can tell, and a retry window of its own. Errors: *ConflictError (the
 // webhook is disabled, the event is gone), the store's.
-func (s *Service) Redeliver(ctx context.Context, w Webhook, d Delivery) (Delivery, error) {
+func (s *Service) Redeliver(ctx context.Context, caller auth.Key, webhookID, deliveryID string) (Delivery, error) {
+	w, d, err := s.GetDelivery(ctx, caller, webhookID, deliveryID)
+	if err != nil {
+		return d, err
+	}
 	if !w.Enabled {
 		return Delivery{}, &ConflictError{Message: "the webhook is disabled; enable it (PATCH enabled: true) before redelivering"}
 	}
@@ -324,8 +341,12 @@ func normalizeEvents(list []string, audit bool) ([]string, error) {
 	return out, nil
 }
 
-// ListDeliveries returns w's deliveries, newest first.
-func (s *Service) ListDeliveries(ctx context.Context, f DeliveryFilter) ([]Delivery, bool, error) {
+// ListDeliveries returns the deliveries of the caller's team's webhook
+// f.WebhookID, newest first.
+func (s *Service) ListDeliveries(ctx context.Context, caller auth.Key, f DeliveryFilter) ([]Delivery, bool, error) {
+	if _, err := s.GetWebhook(ctx, caller, f.WebhookID); err != nil {
+		return nil, false, err
+	}
 	switch f.Status {
 	case "", StatusPending, StatusDelivering, StatusSucceeded, StatusFailed:
 	default:

@@ -120,9 +120,13 @@ func (s *Service) Create(ctx context.Context, teamID, name, description string, 
 	return d, s.Store.CreateWorkflow(ctx, d)
 }
 
-// Update stores a new version of a definition. Runs keep the version they
-// started with.
-func (s *Service) Update(ctx context.Context, d Definition, name, description string, spec json.RawMessage) (Definition, error) {
+// Update stores a new version of the caller's team's definition id. Runs
+// keep the version they started with.
+func (s *Service) Update(ctx context.Context, caller auth.Key, id, name, description string, spec json.RawMessage) (Definition, error) {
+	d, err := s.GetWorkflow(ctx, caller, id)
+	if err != nil {
+		return d, err
+	}
 	if err := s.check(ctx, name, description, spec); err != nil {
 		return Definition{}, err
 	}
@@ -160,9 +164,14 @@ func checkName(name, description string) error {
 	return nil
 }
 
-// Start creates a run of d at its current version with input, as key,
-// and starts it on the durable engine.
-func (s *Service) Start(ctx context.Context, d Definition, key auth.Key, input json.RawMessage) (Run, error) {
+// Start creates a run of the caller's team's workflow id at its current
+// version with input, as the caller's key, and starts it on the durable
+// engine.
+func (s *Service) Start(ctx context.Context, key auth.Key, id string, input json.RawMessage) (Run, error) {
+	d, err := s.GetWorkflow(ctx, key, id)
+	if err != nil {
+		return Run{}, err
+	}
 	if len(input) == 0 {
 		input = json.RawMessage("{}")
 	}
@@ -210,9 +219,14 @@ func (s *Service) ResumeRuns(ctx context.Context) error {
 	}
 }
 
-// Cancel cancels a run that has not finished: its pending steps and
-// approvals end, the durable workflow stops after its running step.
-func (s *Service) Cancel(ctx context.Context, r Run) (Run, error) {
+// Cancel cancels the caller's team's run id if it has not finished: its
+// pending steps and approvals end, the durable workflow stops after its
+// running step.
+func (s *Service) Cancel(ctx context.Context, caller auth.Key, id string) (Run, error) {
+	r, err := s.GetRun(ctx, caller, id)
+	if err != nil {
+		return r, err
+	}
 	if Terminal(r.Status) {
 		return r, &ConflictError{Message: "the run has ended (" + r.Status + ")"}
 	}
@@ -309,11 +323,16 @@ type decision struct {
 	DecidedAt time.Time `json:"decided_at"`
 }
 
-// Decide records a decision (approve or reject) on a pending approval by
-// key and hands it to the waiting run. A key outside the approvers gets
+// Decide records a decision (approve or reject) by key on the pending
+// approval id (one key may see: its run's team's, or a team its approvers
+// name; others are ErrNotFound) and hands it to the waiting run. A key outside the approvers gets
 // ForbiddenError; a decided approval ConflictError — unless it is the
 // same decision repeated, which is delivered again (a retried request).
-func (s *Service) Decide(ctx context.Context, a Approval, key auth.Key, approve bool, comment string) (Approval, error) {
+func (s *Service) Decide(ctx context.Context, key auth.Key, id string, approve bool, comment string) (Approval, error) {
+	a, err := s.GetApproval(ctx, key, id)
+	if err != nil {
+		return a, err
+	}
 	if !MayDecide(a, key) {
 		return a, &ForbiddenError{Message: "this API key is not one of the approval's approvers"}
 	}

@@ -135,7 +135,7 @@ const approvalSpec = `{"steps": [
 func TestApprovedRunSucceeds(t *testing.T) {
 	h := newHarness(t, nil, nil)
 	d := h.define(t, fmt.Sprintf(approvalSpec, "1h"))
-	r, err := h.svc.Start(context.Background(), d, h.key, json.RawMessage(`{"name": "Ada", "amount": 40}`))
+	r, err := h.svc.Start(context.Background(), h.key, d.ID, json.RawMessage(`{"name": "Ada", "amount": 40}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,19 +144,24 @@ func TestApprovedRunSucceeds(t *testing.T) {
 		t.Errorf("instructions %q", a.Instructions)
 	}
 	h.wait(t, r.ID, workflow.RunWaitingApproval)
-	// A key of another team is not an approver.
-	if _, err := h.svc.Decide(context.Background(), a, auth.Key{ID: "key_b", TeamID: "team_b", Scopes: []auth.Scope{auth.ScopeAdmin}}, true, ""); !errors.As(err, new(*workflow.ForbiddenError)) {
+	// A key of another team does not see the approval (even an admin
+	// key: teams are isolated); one of the team outside the approvers may
+	// not decide.
+	if _, err := h.svc.Decide(context.Background(), auth.Key{ID: "key_b", TeamID: "team_b", Scopes: []auth.Scope{auth.ScopeAdmin}}, a.ID, true, ""); !errors.Is(err, workflow.ErrNotFound) {
 		t.Fatalf("another team's key decided: %v", err)
 	}
-	if _, err := h.svc.Decide(context.Background(), a, h.key, true, "fine"); err != nil {
+	if _, err := h.svc.Decide(context.Background(), auth.Key{ID: "key_c", TeamID: h.key.TeamID, Scopes: []auth.Scope{auth.ScopeInference}}, a.ID, true, ""); !errors.As(err, new(*workflow.ForbiddenError)) {
+		t.Fatalf("a key outside the approvers decided: %v", err)
+	}
+	if _, err := h.svc.Decide(context.Background(), h.key, a.ID, true, "fine"); err != nil {
 		t.Fatal(err)
 	}
 	// Deciding again differently is a conflict; the same decision again is
 	// delivered again (a retried request).
-	if _, err := h.svc.Decide(context.Background(), a, h.key, false, ""); !errors.As(err, new(*workflow.ConflictError)) {
+	if _, err := h.svc.Decide(context.Background(), h.key, a.ID, false, ""); !errors.As(err, new(*workflow.ConflictError)) {
 		t.Fatalf("second decision: %v", err)
 	}
-	if _, err := h.svc.Decide(context.Background(), a, h.key, true, "fine"); err != nil {
+	if _, err := h.svc.Decide(context.Background(), h.key, a.ID, true, "fine"); err != nil {
 		t.Fatalf("repeated decision: %v", err)
 	}
 	r = h.wait(t, r.ID, workflow.RunSucceeded, workflow.RunFailed)
@@ -203,9 +208,9 @@ func TestApprovedRunSucceeds(t *testing.T) {
 func TestRejectedRunFails(t *testing.T) {
 	h := newHarness(t, nil, nil)
 	d := h.define(t, fmt.Sprintf(approvalSpec, "1h"))
-	r, _ := h.svc.Start(context.Background(), d, h.key, json.RawMessage(`{"name": "Bo", "amount": 9000}`))
+	r, _ := h.svc.Start(context.Background(), h.key, d.ID, json.RawMessage(`{"name": "Bo", "amount": 9000}`))
 	a := h.pendingApproval(t, r.ID)
-	if _, err := h.svc.Decide(context.Background(), a, h.key, false, "too much"); err != nil {
+	if _, err := h.svc.Decide(context.Background(), h.key, a.ID, false, "too much"); err != nil {
 		t.Fatal(err)
 	}
 	r = h.wait(t, r.ID, workflow.RunSucceeded, workflow.RunFailed)
@@ -220,7 +225,7 @@ func TestRejectedRunFails(t *testing.T) {
 func TestApprovalExpires(t *testing.T) {
 	h := newHarness(t, nil, nil)
 	d := h.define(t, fmt.Sprintf(approvalSpec, "1s"))
-	r, _ := h.svc.Start(context.Background(), d, h.key, json.RawMessage(`{"name": "Cy", "amount": 1}`))
+	r, _ := h.svc.Start(context.Background(), h.key, d.ID, json.RawMessage(`{"name": "Cy", "amount": 1}`))
 	a := h.pendingApproval(t, r.ID)
 	r = h.wait(t, r.ID, workflow.RunSucceeded, workflow.RunFailed)
 	if r.Status != workflow.RunFailed || r.Error.Code != "approval_expired" {
@@ -230,7 +235,7 @@ func TestApprovalExpires(t *testing.T) {
 	if a.Status != workflow.ApprovalExpired {
 		t.Errorf("approval %s", a.Status)
 	}
-	if _, err := h.svc.Decide(context.Background(), a, h.key, true, ""); !errors.As(err, new(*workflow.ConflictError)) {
+	if _, err := h.svc.Decide(context.Background(), h.key, a.ID, true, ""); !errors.As(err, new(*workflow.ConflictError)) {
 		t.Errorf("deciding an expired approval: %v", err)
 	}
 }
@@ -258,7 +263,7 @@ func TestBranchesRetriesAndCalls(t *testing.T) {
 		{"id": "hook", "type": "http", "method": "POST", "url": "https://hooks.example.com/x", "body": "{\"answer\": \"{{ steps.ask.output.text }}\"}",
 		 "retry": {"max_attempts": 3, "backoff": "10ms"}}
 	]}`)
-	r, _ := h.svc.Start(context.Background(), d, h.key, json.RawMessage(`{"n": 42}`))
+	r, _ := h.svc.Start(context.Background(), h.key, d.ID, json.RawMessage(`{"n": 42}`))
 	r = h.wait(t, r.ID, workflow.RunSucceeded, workflow.RunFailed)
 	if r.Status != workflow.RunSucceeded {
 		t.Fatalf("run %s %+v", r.Status, r.Error)
@@ -290,7 +295,7 @@ func TestFailedStepFailsRun(t *testing.T) {
 	}, nil)
 	d := h.define(t, `{"steps": [{"id": "ask", "type": "chat", "model": "nope", "messages": [{"role": "user", "content": "hi"}]},
 		{"id": "after", "type": "transform", "template": "x"}]}`)
-	r, _ := h.svc.Start(context.Background(), d, h.key, nil)
+	r, _ := h.svc.Start(context.Background(), h.key, d.ID, nil)
 	r = h.wait(t, r.ID, workflow.RunSucceeded, workflow.RunFailed)
 	if r.Status != workflow.RunFailed || r.Error.Step != "ask" || !strings.Contains(r.Error.Message, "model_not_found") {
 		t.Fatalf("run %s %+v", r.Status, r.Error)
@@ -322,7 +327,7 @@ func TestRetriesOnlyWhatARetryCanFix(t *testing.T) {
 			`{"id": "s", "type": "http", "method": "GET", "url": "https://hooks.example.com/x", "retry": {"max_attempts": 3, "backoff": "10ms"}}`,
 		} {
 			d := h.define(t, `{"steps": [`+step+`]}`)
-			r, _ := h.svc.Start(context.Background(), d, h.key, nil)
+			r, _ := h.svc.Start(context.Background(), h.key, d.ID, nil)
 			r = h.wait(t, r.ID, workflow.RunSucceeded, workflow.RunFailed)
 			if r.Status != workflow.RunFailed || r.Steps[0].Attempts != c.attempts {
 				t.Errorf("status %d, %s: run %s after %d attempts, want failed after %d", c.status, step[:40], r.Status, r.Steps[0].Attempts, c.attempts)
@@ -337,7 +342,7 @@ func TestRetriesOnlyWhatARetryCanFix(t *testing.T) {
 func TestCancelWaitingRun(t *testing.T) {
 	h := newHarness(t, nil, nil)
 	d := h.define(t, `{"steps": [{"id": "nap", "type": "wait", "duration": "1h"}, {"id": "after", "type": "transform", "template": "x"}]}`)
-	r, _ := h.svc.Start(context.Background(), d, h.key, nil)
+	r, _ := h.svc.Start(context.Background(), h.key, d.ID, nil)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		r, _ = h.svc.Store.GetRun(context.Background(), r.ID)
 		if r.Steps[0].Status == workflow.StepRunning {
@@ -347,7 +352,7 @@ func TestCancelWaitingRun(t *testing.T) {
 			t.Fatalf("the wait step never started: %+v", r.Steps[0])
 		}
 	}
-	r, err := h.svc.Cancel(context.Background(), r)
+	r, err := h.svc.Cancel(context.Background(), h.key, r.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +363,7 @@ func TestCancelWaitingRun(t *testing.T) {
 	if r, _ = h.svc.Store.GetRun(context.Background(), r.ID); r.Status != workflow.RunCancelled {
 		t.Errorf("the run moved on after its cancellation: %s", r.Status)
 	}
-	if _, err := h.svc.Cancel(context.Background(), r); !errors.As(err, new(*workflow.ConflictError)) {
+	if _, err := h.svc.Cancel(context.Background(), h.key, r.ID); !errors.As(err, new(*workflow.ConflictError)) {
 		t.Errorf("cancelling twice: %v", err)
 	}
 }
