@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
-	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/records"
 )
 
@@ -32,18 +31,26 @@ func (s *Server) recordsOn() error {
 	return nil
 }
 
+// logs is the request log as API callers read it: scoped to the caller's
+// team by the reader, not here.
+func (s *Server) logs() records.Reader { return records.Reader{Store: s.RecordStore} }
+
+// logsError maps the reader's errors to the API's.
+func logsError(err error, f records.Filter) error {
+	switch {
+	case errors.Is(err, records.ErrOtherTeams):
+		return apierr.Invalid("team_id", err.Error())
+	case errors.Is(err, records.ErrNotFound):
+		return &apierr.Error{Code: apierr.InvalidRequest, Param: "after", Message: fmt.Sprintf("no record %q to continue after", f.After), Err: err}
+	}
+	return err
+}
+
 // logFilter reads the filters of the log routes.
 func logFilter(r *http.Request) (records.Filter, error) {
 	q := r.URL.Query()
-	k, _ := KeyFrom(r.Context())
-	f := records.Filter{TeamID: k.TeamID, AllTeams: auth.HasScope(k, auth.ScopeAdmin), Model: q.Get("model"), KeyID: q.Get("key_id"),
+	f := records.Filter{TeamID: q.Get("team_id"), Model: q.Get("model"), KeyID: q.Get("key_id"),
 		Route: q.Get("route"), User: q.Get("user"), After: q.Get("after"), Limit: 20}
-	if v := q.Get("team_id"); v != "" {
-		if !f.AllTeams && v != k.TeamID {
-			return f, apierr.Invalid("team_id", "only an admin key reads other teams' records")
-		}
-		f.TeamID, f.AllTeams = v, false
-	}
 	if err := listParams(q, &f.Limit, bound{"since", &f.Since}, bound{"until", &f.Until}); err != nil {
 		return f, err
 	}
@@ -74,12 +81,9 @@ func (s *Server) listLogs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	list, more, err := s.RecordStore.ListRecords(r.Context(), f)
-	if errors.Is(err, records.ErrNotFound) {
-		return &apierr.Error{Code: apierr.InvalidRequest, Param: "after", Message: fmt.Sprintf("no record %q to continue after", f.After), Err: err}
-	}
+	list, more, err := s.logs().List(r.Context(), caller(r), f)
 	if err != nil {
-		return err
+		return logsError(err, f)
 	}
 	data := make([]LogObject, len(list))
 	for i, rec := range list {
@@ -94,9 +98,8 @@ func (s *Server) pathRecord(r *http.Request) (records.Record, error) {
 	if err := s.recordsOn(); err != nil {
 		return records.Record{}, err
 	}
-	k, _ := KeyFrom(r.Context())
 	id := r.PathValue("id")
-	rec, err := s.RecordStore.GetRecord(r.Context(), k.TeamID, id, auth.HasScope(k, auth.ScopeAdmin))
+	rec, err := s.logs().Get(r.Context(), caller(r), id)
 	if errors.Is(err, records.ErrNotFound) {
 		return rec, &apierr.Error{Code: apierr.NotFound, Message: fmt.Sprintf("no record %q", id), Err: err}
 	}
@@ -126,12 +129,9 @@ func (s *Server) exportLogs(w http.ResponseWriter, r *http.Request) error {
 	enc := json.NewEncoder(w)
 	rc := http.NewResponseController(w)
 	for {
-		list, more, err := s.RecordStore.ListRecords(r.Context(), f)
-		if errors.Is(err, records.ErrNotFound) {
-			return &apierr.Error{Code: apierr.InvalidRequest, Param: "after", Message: fmt.Sprintf("no record %q to continue after", f.After), Err: err}
-		}
+		list, more, err := s.logs().List(r.Context(), caller(r), f)
 		if err != nil {
-			return err
+			return logsError(err, f)
 		}
 		for _, rec := range list {
 			if err := enc.Encode(logObject(rec)); err != nil {
@@ -169,9 +169,9 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) error {
 	if f.Since.IsZero() {
 		f.Since = time.Now().Add(-30 * 24 * time.Hour).UTC().Truncate(time.Second)
 	}
-	rows, err := s.RecordStore.Usage(r.Context(), f, group)
+	rows, err := s.logs().Usage(r.Context(), caller(r), f, group)
 	if err != nil {
-		return err
+		return logsError(err, f)
 	}
 	out := map[string]any{"object": "usage", "group_by": group, "since": f.Since.Unix(), "until": nil, "data": rows}
 	if !f.Until.IsZero() {
@@ -183,35 +183,38 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) error {
 // logProof serves GET /v1/logs/{id}/proof: the RFC 6962 inclusion proof
 // of the record in the tree of every record stored now (docs/records.md).
 func (s *Server) logProof(w http.ResponseWriter, r *http.Request) error {
-	rec, err := s.pathRecord(r)
-	if err != nil {
+	if err := s.recordsOn(); err != nil {
 		return err
 	}
-	var in records.Inclusion
+	var c *records.StoredCheckpoint
 	var checkpoint any
 	if v := r.URL.Query().Get("checkpoint"); v != "" {
 		// The proof in a stored checkpoint's tree, whose root a party may
 		// have kept since.
 		id, perr := strconv.ParseInt(v, 10, 64)
-		cs, ok := s.RecordStore.(records.CheckpointStore)
-		if perr != nil || !ok {
+		if perr != nil {
 			return apierr.Invalid("checkpoint", "'checkpoint' must be a checkpoint id (GET /v1/logs/checkpoints)")
 		}
-		c, err := cs.GetCheckpoint(r.Context(), id)
+		got, err := s.logs().Checkpoint(r.Context(), id)
+		if errors.Is(err, records.ErrNoCheckpoints) {
+			return apierr.Invalid("checkpoint", "'checkpoint' must be a checkpoint id (GET /v1/logs/checkpoints)")
+		}
 		if errors.Is(err, records.ErrNotFound) {
 			return apierr.Invalid("checkpoint", fmt.Sprintf("no checkpoint %d", id))
 		}
 		if err != nil {
 			return err
 		}
-		if in, err = records.ProveIn(r.Context(), s.RecordStore, c, rec.Seq); errors.Is(err, records.ErrNotFound) {
-			return apierr.Invalid("checkpoint", fmt.Sprintf("record %d is not in checkpoint %d (records %d–%d)", rec.Seq, c.ID, c.FirstSeq, c.LastSeq))
-		}
-		checkpoint = c.ID
-	} else {
-		in, err = records.Prove(r.Context(), s.RecordStore, rec.Seq)
+		c, checkpoint = &got, got.ID
 	}
-	if err != nil {
+	id := r.PathValue("id")
+	rec, in, err := s.logs().Prove(r.Context(), caller(r), id, c)
+	switch {
+	case errors.Is(err, records.ErrNotFound) && rec.ID == "":
+		return &apierr.Error{Code: apierr.NotFound, Message: fmt.Sprintf("no record %q", id), Err: err}
+	case errors.Is(err, records.ErrNotFound):
+		return apierr.Invalid("checkpoint", fmt.Sprintf("record %d is not in checkpoint %d (records %d–%d)", rec.Seq, c.ID, c.FirstSeq, c.LastSeq))
+	case err != nil:
 		return err
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"object": "log.inclusion_proof", "id": rec.ID, "seq": in.Seq, "leaf_index": in.LeafIndex,
@@ -226,15 +229,14 @@ func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request) error {
 	if err := s.recordsOn(); err != nil {
 		return err
 	}
-	cs, ok := s.RecordStore.(records.CheckpointStore)
-	if !ok {
-		return apierr.New(apierr.NotFound, "this server keeps no checkpoints")
-	}
 	limit := 20
 	if err := listParams(r.URL.Query(), &limit); err != nil {
 		return err
 	}
-	list, err := cs.ListCheckpoints(r.Context(), limit)
+	list, err := s.logs().Checkpoints(r.Context(), limit)
+	if errors.Is(err, records.ErrNoCheckpoints) {
+		return apierr.New(apierr.NotFound, err.Error())
+	}
 	if err != nil {
 		return err
 	}

@@ -191,9 +191,13 @@ func (s *Server) keepResponse(r *http.Request, resp openai.Response, items, hist
 	in, _ := json.Marshal(items)
 	conv := append(append(append([]openai.InputItem{}, history...), items...), b.OutputItems()...)
 	cj, _ := json.Marshal(conv)
-	return s.Responses.PutResponse(r.Context(), responses.Stored{ID: resp.ID, TeamID: teamOf(r), Model: resp.Model,
+	return s.kept().Put(r.Context(), caller(r), responses.Stored{ID: resp.ID, Model: resp.Model,
 		CreatedAt: time.Unix(resp.CreatedAt, 0), Response: data, InputItems: in, Conversation: cj})
 }
+
+// kept is the stored responses as API callers reach them, kept to the
+// caller's team by the service, not here.
+func (s *Server) kept() responses.Kept { return responses.Kept{Store: s.Responses} }
 
 // storedResponse returns the caller's team's response id; another team's
 // is missing.
@@ -201,7 +205,7 @@ func (s *Server) storedResponse(r *http.Request, id string) (responses.Stored, e
 	if s.Responses == nil {
 		return responses.Stored{}, apierr.New(apierr.NotFound, fmt.Sprintf("no response %q: this server keeps no responses", id))
 	}
-	st, err := s.Responses.GetResponse(r.Context(), teamOf(r), id)
+	st, err := s.kept().Get(r.Context(), caller(r), id)
 	if errors.Is(err, responses.ErrNotFound) {
 		return st, apierr.New(apierr.NotFound, fmt.Sprintf("no response %q (responses are kept only with \"store\": true, for the team that made them)", id))
 	}
@@ -223,7 +227,7 @@ func (s *Server) deleteResponse(w http.ResponseWriter, r *http.Request) error {
 	if _, err := s.storedResponse(r, id); err != nil {
 		return err
 	}
-	if err := s.Responses.DeleteResponse(r.Context(), teamOf(r), id); err != nil {
+	if err := s.kept().Delete(r.Context(), caller(r), id); err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "response", "deleted": true})

@@ -3,12 +3,15 @@ package records
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/transparency-dev/merkle/testonly"
+
+	"github.com/sovereign-ai/sovereign/internal/auth"
 )
 
 // memStore is a Store in memory; block, when set, holds appends until it
@@ -177,3 +180,30 @@ func TestPurgerPurgesWhatElseRecordsKeep(t *testing.T) {
 type purgeOnly struct{ Store }
 
 func (purgeOnly) Purge(context.Context, time.Time) (int64, error) { return 0, nil }
+
+// TestReaderScopesToTheCallersTeam: a key reads its own team's records
+// whatever team the filter names; an admin key reads every team's, or the
+// one it names; another team's record is not found.
+func TestReaderScopesToTheCallersTeam(t *testing.T) {
+	member := auth.Key{ID: "key_m", TeamID: "team_a", Scopes: []auth.Scope{auth.ScopeRecordsRead}}
+	admin := auth.Key{ID: "key_x", TeamID: "team_x", Scopes: []auth.Scope{auth.ScopeAdmin}}
+	for _, c := range []struct {
+		key      auth.Key
+		in       Filter
+		team     string
+		allTeams bool
+		err      error
+	}{
+		{member, Filter{}, "team_a", false, nil},
+		{member, Filter{TeamID: "team_a"}, "team_a", false, nil},
+		{member, Filter{TeamID: "team_b"}, "", false, ErrOtherTeams},
+		{member, Filter{AllTeams: true}, "team_a", false, nil},
+		{admin, Filter{}, "", true, nil},
+		{admin, Filter{TeamID: "team_b"}, "team_b", false, nil},
+	} {
+		got, err := scope(c.key, c.in)
+		if !errors.Is(err, c.err) || err == nil && (got.TeamID != c.team || got.AllTeams != c.allTeams) {
+			t.Errorf("%s with %+v: %+v %v", c.key.ID, c.in, got, err)
+		}
+	}
+}

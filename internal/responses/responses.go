@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/auth"
 )
 
 // ErrNotFound is returned for a response that does not exist or is
@@ -38,4 +40,27 @@ type Store interface {
 	GetResponse(ctx context.Context, teamID, id string) (Stored, error)
 	// DeleteResponse removes the team's response id; ErrNotFound otherwise.
 	DeleteResponse(ctx context.Context, teamID, id string) error
+}
+
+// Kept serves stored responses to API callers: its methods take the
+// caller and keep to its team themselves (another team's response is
+// ErrNotFound, exactly as one that does not exist).
+type Kept struct {
+	Store Store
+}
+
+// Put stores r as the caller's team's.
+func (k Kept) Put(ctx context.Context, caller auth.Key, r Stored) error {
+	r.TeamID = caller.TeamID
+	return k.Store.PutResponse(ctx, r)
+}
+
+// Get returns the caller's team's response id.
+func (k Kept) Get(ctx context.Context, caller auth.Key, id string) (Stored, error) {
+	return k.Store.GetResponse(ctx, caller.TeamID, id)
+}
+
+// Delete removes the caller's team's response id.
+func (k Kept) Delete(ctx context.Context, caller auth.Key, id string) error {
+	return k.Store.DeleteResponse(ctx, caller.TeamID, id)
 }
