@@ -160,6 +160,53 @@ func (d modelDir) ModelPath(id string) (string, error) {
 	return p, nil
 }
 
+// local routes requests by model id to the engine with the model's file,
+// as the server's catalog does.
+type local struct {
+	m   *engine.Manager
+	dir modelDir
+}
+
+func (l local) bind(id string) (inference.Backend, error) {
+	p, err := l.dir.ModelPath(id)
+	if err != nil {
+		return nil, err
+	}
+	return l.m.Bind(id, p), nil
+}
+
+func (l local) Load(ctx context.Context, id string) error {
+	p, err := l.dir.ModelPath(id)
+	if err != nil {
+		return err
+	}
+	return l.m.Load(ctx, id, p)
+}
+
+func (l local) Complete(ctx context.Context, req inference.CompletionRequest) (inference.Stream, error) {
+	b, err := l.bind(req.Model)
+	if err != nil {
+		return nil, err
+	}
+	return b.Complete(ctx, req)
+}
+
+func (l local) Embed(ctx context.Context, req inference.EmbeddingRequest) (inference.EmbeddingResponse, error) {
+	b, err := l.bind(req.Model)
+	if err != nil {
+		return inference.EmbeddingResponse{}, err
+	}
+	return b.Embed(ctx, req)
+}
+
+func (l local) Rerank(ctx context.Context, req inference.RerankRequest) (inference.RerankResponse, error) {
+	b, err := l.bind(req.Model)
+	if err != nil {
+		return inference.RerankResponse{}, err
+	}
+	return b.(inference.Reranker).Rerank(ctx, req)
+}
+
 // probe adds up where a search's time goes; searches run one at a time.
 type probe struct {
 	mu               sync.Mutex
@@ -243,7 +290,7 @@ func (s store) KeywordSearch(ctx context.Context, cols []string, q string, k int
 // bench holds what the phases share and the rows of each table.
 type bench struct {
 	cfg config
-	mgr *engine.Manager
+	mgr local
 	dir string
 
 	ingestRows, latencyRows, breakdownRows, recallRows, qualityRows []string
@@ -325,10 +372,11 @@ func run(cfg config) (bool, error) {
 	} else if err := os.MkdirAll(dir, 0o700); err != nil {
 		return false, err
 	}
-	mgr := engine.New(engine.Config{Exe: cfg.bin, Catalog: modelDir(cfg.modelsDir), Threads: cfg.threads,
+	eng := engine.New(engine.Config{Exe: cfg.bin, Threads: cfg.threads,
 		CtxPerSlot: 2048, KeepAlive: -1,
 		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	defer mgr.Close()
+	defer eng.Close()
+	mgr := local{m: eng, dir: modelDir(cfg.modelsDir)}
 	b := &bench{cfg: cfg, mgr: mgr, dir: dir}
 	if err := mgr.Load(ctx, cfg.embedModel); err != nil {
 		return false, fmt.Errorf("loading %s: %w", cfg.embedModel, err)

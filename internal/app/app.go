@@ -31,7 +31,6 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/generate"
 	"github.com/sovereign-ai/sovereign/internal/httpapi"
 	"github.com/sovereign-ai/sovereign/internal/idempotency"
-	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/limits"
 	"github.com/sovereign-ai/sovereign/internal/metrics"
 	"github.com/sovereign-ai/sovereign/internal/models"
@@ -166,7 +165,9 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 	if opts.Engine != nil {
 		ec = *opts.Engine
 	}
-	ec.Catalog, ec.Events, ec.Log = pathsOf{&a.Catalog}, a.Bus, log
+	// The engine is built before the catalog and knows nothing of it: the
+	// catalog hands it each model's file with the model (catalog.Local).
+	ec.Events, ec.Log = a.Bus, log
 	a.Engine = engine.New(ec)
 	a.closers = append(a.closers, a.Engine.Close)
 	guard, err := upstreamGuard(cfg)
@@ -405,17 +406,6 @@ func (a *App) Close() {
 		a.closers[i]()
 	}
 	a.closers = nil
-}
-
-// pathsOf lets the engine find GGUF files through the model catalog,
-// which is built after the engine (the catalog routes to the engine).
-type pathsOf struct{ c **catalog.Catalog }
-
-func (p pathsOf) ModelPath(id string) (string, error) {
-	if *p.c == nil {
-		return "", fmt.Errorf("%w: %q", inference.ErrModelNotFound, id)
-	}
-	return (*p.c).ModelPath(id)
 }
 
 // DefaultRerankModel picks the model that serves rerank requests naming

@@ -65,11 +65,15 @@ type SpecStore interface {
 	DeleteModelSpec(ctx context.Context, id string) error
 }
 
-// Local is the engine running local models.
+// Local is the engine running local models. The catalog hands it each
+// model's file with the model (Bind, Load): the engine never looks a model
+// up by name, so it needs no catalog, and the two are built one after the
+// other without a cycle.
 type Local interface {
-	inference.Backend
+	// Bind is the backend of the local model id, whose GGUF file is path.
+	Bind(id, path string) inference.Backend
 	// Load starts the model's runner and waits until it is ready.
-	Load(ctx context.Context, id string) error
+	Load(ctx context.Context, id, path string) error
 	// Unload stops it; false when it was not loaded.
 	Unload(id string) bool
 	// State returns the model's state (loading, ready, failed; "" when not
@@ -398,7 +402,9 @@ func (c *Catalog) newRemote(s Spec) (*upstream.Backend, error) {
 		cfg.HealthInterval = time.Duration(*s.HealthCheckInterval)
 	}
 	if s.Tokenizer != "" && c.cfg.Local != nil {
-		cfg.Tokenizer, cfg.TokenizerModel = c.cfg.Local, s.Tokenizer
+		// The tokenizer is a local model named by the spec, resolved when
+		// it is needed (it may be installed after the upstream is made).
+		cfg.Tokenizer, cfg.TokenizerModel = c, s.Tokenizer
 	}
 	return upstream.New(cfg)
 }
@@ -633,19 +639,9 @@ func (c *Catalog) Resolve(ctx context.Context, name string) (Resolved, error) {
 	case e.remote != nil:
 		r.Target, r.Relay = e.remote, e.remote
 	case c.cfg.Local != nil:
-		r.Target = c.cfg.Local
+		r.Target = c.cfg.Local.Bind(e.spec.ID, e.path)
 	}
 	return r, nil
-}
-
-// ModelPath is the GGUF file of a local model (the engine's catalog). It
-// returns an error wrapping inference.ErrModelNotFound otherwise.
-func (c *Catalog) ModelPath(id string) (string, error) {
-	e := c.find(id)
-	if e == nil || e.spec.Backend != BackendLocal || e.path == "" {
-		return "", fmt.Errorf("%w: %q", inference.ErrModelNotFound, id)
-	}
-	return e.path, nil
 }
 
 // Create stores a new model configuration made through the API.
@@ -802,7 +798,7 @@ func (c *Catalog) Load(ctx context.Context, id string) (Model, error) {
 		e.remote.Check(ctx)
 		return c.view(e), nil
 	}
-	if err := c.cfg.Local.Load(ctx, e.spec.ID); err != nil {
+	if err := c.cfg.Local.Load(ctx, e.spec.ID, e.path); err != nil {
 		return c.view(e), err
 	}
 	return c.view(e), nil

@@ -50,6 +50,34 @@ func (s *memSpecs) DeleteModelSpec(_ context.Context, id string) error {
 	return nil
 }
 
+// fileEngine is a Local that binds each model to its file and runs
+// nothing: what a route carries to the engine.
+type fileEngine struct{}
+
+type boundFile struct {
+	inference.Backend
+	id, path string
+}
+
+func (fileEngine) Bind(id, path string) inference.Backend     { return boundFile{id: id, path: path} }
+func (fileEngine) Load(context.Context, string, string) error { return nil }
+func (fileEngine) Unload(string) bool                         { return false }
+func (fileEngine) State(string) (string, string)              { return "", "" }
+
+// fileOf is the GGUF file the route of name carries to the engine.
+func fileOf(t *testing.T, c *Catalog, name string) string {
+	t.Helper()
+	r, err := c.Resolve(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, ok := r.Target.(boundFile)
+	if !ok || b.id != r.ID {
+		t.Fatalf("%s: the route's target is %#v", name, r.Target)
+	}
+	return b.path
+}
+
 func newCatalog(t *testing.T, configured []Spec) (*Catalog, *models.Store, *memSpecs) {
 	t.Helper()
 	store, err := models.Open(t.TempDir())
@@ -64,7 +92,7 @@ func newCatalog(t *testing.T, configured []Spec) (*Catalog, *models.Store, *memS
 		t.Fatal(err)
 	}
 	specs := &memSpecs{}
-	c, err := New(context.Background(), Config{Installed: store, Specs: specs, Configured: configured, Refresh: -1})
+	c, err := New(context.Background(), Config{Installed: store, Specs: specs, Configured: configured, Refresh: -1, Local: fileEngine{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,8 +232,8 @@ func TestPulledAliases(t *testing.T) {
 	if r, err := c.Resolve(ctx, "default"); err != nil || r.ID != "tiny" || r.Backend != BackendLocal {
 		t.Fatalf("default: %+v, %v", r, err)
 	}
-	if p, err := c.ModelPath("default"); err != nil || p != store.Path("tiny") {
-		t.Fatalf("model path by alias: %q, %v", p, err)
+	if p := fileOf(t, c, "default"); p != store.Path("tiny") {
+		t.Fatalf("model file by alias: %q", p)
 	}
 	// A PATCH of other settings keeps it (and does not store it).
 	m, err := c.Update(ctx, "tiny", []byte(`{"limits": {"max_output_tokens": 8}}`))
@@ -292,8 +320,8 @@ func TestLocalModelFromPath(t *testing.T) {
 	if err != nil || m.Backend != BackendLocal || m.ContextLength != 77 || m.Parameters == 0 || len(m.Capabilities) == 0 {
 		t.Fatalf("%+v %v", m, err)
 	}
-	if p, err := c.ModelPath("other"); err != nil || p != src {
-		t.Fatalf("path %q %v", p, err)
+	if p := fileOf(t, c, "other"); p != src {
+		t.Fatalf("file %q", p)
 	}
 	if !slices.Contains(m.Capabilities, "rerank") || m.RerankMethod != "query-likelihood" {
 		t.Errorf("a local chat model reranks by query-likelihood: capabilities %v, rerank_method %q", m.Capabilities, m.RerankMethod)

@@ -24,7 +24,7 @@ func (c *Catalog) backend(ctx context.Context, name string) (inference.Backend, 
 	if c.cfg.Local == nil {
 		return nil, "", fmt.Errorf("%w: %q (no local engine)", inference.ErrModelNotFound, name)
 	}
-	return c.cfg.Local, e.spec.ID, nil
+	return c.cfg.Local.Bind(e.spec.ID, e.path), e.spec.ID, nil
 }
 
 // Complete routes a generation to the model's backend.

@@ -17,11 +17,23 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/runnerproto"
 )
 
-var _ inference.Backend = (*Manager)(nil)
+var _ inference.Backend = (*Model)(nil)
+
+// Model is one local model as the catalog routes to it: its id and its
+// GGUF file, so that a request reaches its runner without the engine
+// looking the model up by name again (and the engine needs no catalog).
+type Model struct {
+	m        *Manager
+	id, path string
+}
+
+// Bind is the backend of the local model id, whose GGUF file is path.
+func (m *Manager) Bind(id, path string) inference.Backend { return &Model{m: m, id: id, path: path} }
 
 // Complete starts a completion on the model's runner, loading it first when
 // needed. The stream holds a queue place until it is closed.
-func (m *Manager) Complete(ctx context.Context, req inference.CompletionRequest) (inference.Stream, error) {
+func (b *Model) Complete(ctx context.Context, req inference.CompletionRequest) (inference.Stream, error) {
+	m := b.m
 	if len(req.JSONSchema) > 0 && req.Grammar == "" {
 		// JSON schema → grammar happens here, for local models only.
 		g, err := grammar.FromJSONSchema(req.JSONSchema)
@@ -31,7 +43,7 @@ func (m *Manager) Complete(ctx context.Context, req inference.CompletionRequest)
 		req.Grammar = g
 	}
 	req.Priority = inference.PriorityFrom(ctx)
-	p, err := m.acquire(ctx, req.Model)
+	p, err := m.acquire(ctx, b.id, b.path)
 	if err != nil {
 		return nil, err
 	}
@@ -45,28 +57,28 @@ func (m *Manager) Complete(ctx context.Context, req inference.CompletionRequest)
 }
 
 // Embed computes embeddings on the model's runner.
-func (m *Manager) Embed(ctx context.Context, req inference.EmbeddingRequest) (inference.EmbeddingResponse, error) {
+func (b *Model) Embed(ctx context.Context, req inference.EmbeddingRequest) (inference.EmbeddingResponse, error) {
 	var out inference.EmbeddingResponse
-	err := m.call(ctx, req.Model, "/embedding", req, &out)
+	err := b.m.call(ctx, b.id, b.path, "/embedding", req, &out)
 	return out, err
 }
 
 // Tokenize tokenizes with the model's vocabulary.
-func (m *Manager) Tokenize(ctx context.Context, req inference.TokenizeRequest) (inference.TokenizeResponse, error) {
+func (b *Model) Tokenize(ctx context.Context, req inference.TokenizeRequest) (inference.TokenizeResponse, error) {
 	var out inference.TokenizeResponse
-	err := m.call(ctx, req.Model, "/tokenize", req, &out)
+	err := b.m.call(ctx, b.id, b.path, "/tokenize", req, &out)
 	return out, err
 }
 
 // Detokenize turns tokens back into text with the model's vocabulary.
-func (m *Manager) Detokenize(ctx context.Context, req inference.DetokenizeRequest) (inference.DetokenizeResponse, error) {
+func (b *Model) Detokenize(ctx context.Context, req inference.DetokenizeRequest) (inference.DetokenizeResponse, error) {
 	var out inference.DetokenizeResponse
-	err := m.call(ctx, req.Model, "/detokenize", req, &out)
+	err := b.m.call(ctx, b.id, b.path, "/detokenize", req, &out)
 	return out, err
 }
 
-func (m *Manager) call(ctx context.Context, model, path string, in, out any) error {
-	p, err := m.acquire(ctx, model)
+func (m *Manager) call(ctx context.Context, id, file, path string, in, out any) error {
+	p, err := m.acquire(ctx, id, file)
 	if err != nil {
 		return err
 	}
@@ -191,15 +203,15 @@ func (s *stream) Close() error {
 	return nil
 }
 
-var _ inference.Reranker = (*Manager)(nil)
+var _ inference.Reranker = (*Model)(nil)
 
 // Rerank scores documents against a query on the model's runner: with rank
 // pooling for a cross-encoder, from the yes/no answer logits for a chat
 // model. Results are in input order. Bad inputs are inference.InvalidError;
 // a model that cannot rerank is an InvalidError naming the model.
-func (m *Manager) Rerank(ctx context.Context, req inference.RerankRequest) (inference.RerankResponse, error) {
+func (b *Model) Rerank(ctx context.Context, req inference.RerankRequest) (inference.RerankResponse, error) {
 	var out inference.RerankResponse
-	err := m.call(ctx, req.Model, "/rerank", req, &out)
+	err := b.m.call(ctx, b.id, b.path, "/rerank", req, &out)
 	if err == nil && len(out.Results) != len(req.Documents) {
 		err = fmt.Errorf("runner for %s returned %d rerank results for %d documents", req.Model, len(out.Results), len(req.Documents))
 	}

@@ -25,18 +25,11 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/inference"
 )
 
-// Catalog resolves a model id to its GGUF path. It returns an error wrapping
-// inference.ErrModelNotFound for unknown ids.
-type Catalog interface {
-	ModelPath(id string) (string, error)
-}
-
 // Config configures a Manager.
 type Config struct {
 	// Exe is the sovereign binary started as `Exe runner …` (default: this
 	// process's executable).
 	Exe        string
-	Catalog    Catalog
 	Slots      int           // parallel sequences per runner (default 4)
 	CtxPerSlot int           // context tokens per sequence (default 4096)
 	Batch      int           // tokens per decode step (default 512)
@@ -199,10 +192,11 @@ func (m *Manager) Status() []ModelStatus {
 	return out
 }
 
-// Load starts the runner of id when it is not running and waits until it
-// is ready (or failed to load: the error says why).
-func (m *Manager) Load(ctx context.Context, id string) error {
-	p, err := m.acquire(ctx, id)
+// Load starts the runner of id, whose GGUF file is path, when it is not
+// running and waits until it is ready (or failed to load: the error says
+// why).
+func (m *Manager) Load(ctx context.Context, id, path string) error {
+	p, err := m.acquire(ctx, id, path)
 	if err != nil {
 		return err
 	}
@@ -239,8 +233,8 @@ func (m *Manager) Unload(id string) bool {
 	return ok
 }
 
-// acquire returns a ready runner for id with one more in-flight request
-// counted, starting it when needed. The caller must call release.
+// acquire returns a ready runner for id (its GGUF file: path) with one
+// more in-flight request counted, starting it when needed. The caller must call release.
 //
 // A request of background priority (inference.PriorityBackground: batch
 // lines) enters a ready runner only while one of its slots is free — two
@@ -249,10 +243,9 @@ func (m *Manager) Unload(id string) bool {
 // in-flight count: interactive requests waiting in the runner's queue get
 // the next free slot first, background work never makes an interactive
 // request overloaded (503), and is never refused for a full queue itself.
-func (m *Manager) acquire(ctx context.Context, id string) (*proc, error) {
-	path, err := m.cfg.Catalog.ModelPath(id)
-	if err != nil {
-		return nil, err
+func (m *Manager) acquire(ctx context.Context, id, path string) (*proc, error) {
+	if path == "" {
+		return nil, fmt.Errorf("%w: %q (no model file)", inference.ErrModelNotFound, id)
 	}
 	background := inference.PriorityFrom(ctx) == inference.PriorityBackground
 	retried := false

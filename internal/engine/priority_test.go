@@ -9,9 +9,8 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/inference"
 )
 
-type onePath struct{}
-
-func (onePath) ModelPath(string) (string, error) { return "/nonexistent/m.gguf", nil }
+// mPath is model m's file (never opened: its runner is ready already).
+const mPath = "/nonexistent/m.gguf"
 
 // readyManager returns a manager whose model "m" has a ready runner (no
 // process: acquire and release only count), and a clock tests move.
@@ -19,7 +18,7 @@ func readyManager(t *testing.T, slots, maxQueue int) (*Manager, *proc, func(time
 	t.Helper()
 	var mu sync.Mutex
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	m := New(Config{Catalog: onePath{}, Slots: slots, MaxQueue: maxQueue, KeepAlive: -1, InteractiveWindow: 10 * time.Second,
+	m := New(Config{Slots: slots, MaxQueue: maxQueue, KeepAlive: -1, InteractiveWindow: 10 * time.Second,
 		Now: func() time.Time { mu.Lock(); defer mu.Unlock(); return now }})
 	t.Cleanup(func() {
 		m.mu.Lock()
@@ -40,7 +39,7 @@ var background = inference.WithPriority(context.Background(), inference.Priority
 func acquireAsync(m *Manager, ctx context.Context) chan error {
 	ch := make(chan error, 1)
 	go func() {
-		_, err := m.acquire(ctx, "m")
+		_, err := m.acquire(ctx, "m", mPath)
 		ch <- err
 	}()
 	return ch
@@ -70,7 +69,7 @@ func entered(t *testing.T, ch chan error) {
 func TestBackgroundTakesOnlyFreeSlots(t *testing.T) {
 	m, p, _ := readyManager(t, 2, -1)
 	for range 2 {
-		if _, err := m.acquire(background, "m"); err != nil {
+		if _, err := m.acquire(background, "m", mPath); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -78,7 +77,7 @@ func TestBackgroundTakesOnlyFreeSlots(t *testing.T) {
 	// interactive one would be refused.
 	third := acquireAsync(m, background)
 	waiting(t, third)
-	if _, err := m.acquire(context.Background(), "m"); err == nil {
+	if _, err := m.acquire(context.Background(), "m", mPath); err == nil {
 		t.Fatal("an interactive request beyond slots+queue was admitted")
 	}
 	m.release(p)
@@ -91,7 +90,7 @@ func TestBackgroundTakesOnlyFreeSlots(t *testing.T) {
 func TestInteractiveGoesFirst(t *testing.T) {
 	m, p, advance := readyManager(t, 2, 4)
 	for range 2 {
-		if _, err := m.acquire(background, "m"); err != nil {
+		if _, err := m.acquire(background, "m", mPath); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -99,7 +98,7 @@ func TestInteractiveGoesFirst(t *testing.T) {
 	// An interactive request arrives with both slots busy: it queues in the
 	// runner (counted in flight). A waiting background request must not
 	// take the slot the next release frees: the interactive one has it.
-	if _, err := m.acquire(context.Background(), "m"); err != nil {
+	if _, err := m.acquire(context.Background(), "m", mPath); err != nil {
 		t.Fatal(err)
 	}
 	bg := acquireAsync(m, background)
@@ -121,7 +120,7 @@ func TestInteractiveGoesFirst(t *testing.T) {
 
 func TestBackgroundWaitEndsWithContext(t *testing.T) {
 	m, _, _ := readyManager(t, 1, -1)
-	if _, err := m.acquire(context.Background(), "m"); err != nil {
+	if _, err := m.acquire(context.Background(), "m", mPath); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(background)
