@@ -60,6 +60,21 @@ func MessagesText(ms []inference.Message) string {
 	return string(b)
 }
 
+// RedactMessages is msgs with redact (an input policy's, from Admit)
+// applied to each message's text; msgs itself when redact is nil. The
+// caller's slice is not changed.
+func RedactMessages(msgs []inference.Message, redact func(string) string) []inference.Message {
+	if redact == nil {
+		return msgs
+	}
+	out := make([]inference.Message, len(msgs))
+	for i, msg := range msgs {
+		msg.Content = redact(msg.Content)
+		out[i] = msg
+	}
+	return out
+}
+
 // Answer is a whole chat answer.
 type Answer struct {
 	// Model is the model's id (the name asked for resolved).
@@ -87,14 +102,7 @@ func (s *Service) Chat(ctx context.Context, c *Call, model string, req inference
 	if err != nil {
 		return Answer{}, err
 	}
-	if redact != nil {
-		msgs := make([]inference.Message, len(req.Messages))
-		for i, msg := range req.Messages {
-			msg.Content = redact(msg.Content)
-			msgs[i] = msg
-		}
-		req.Messages = msgs
-	}
+	req.Messages = RedactMessages(req.Messages, redact)
 	req.Model, req.Stream = m.ID, false
 	sts, err := s.Start(ctx, c, m, req, 1)
 	if err != nil {

@@ -123,14 +123,7 @@ func (s *Server) compareOne(ctx context.Context, name string, native inference.C
 	if err != nil {
 		return fail(err)
 	}
-	if redact != nil {
-		msgs := make([]inference.Message, len(native.Messages))
-		for i, msg := range native.Messages {
-			msg.Content = redact(msg.Content)
-			msgs[i] = msg
-		}
-		native.Messages = msgs
-	}
+	native.Messages = generate.RedactMessages(native.Messages, redact)
 	native.Model, native.Stream = m.ID, true
 	sts, err := s.Gen.Start(ctx, call, m, native, 1)
 	if err != nil {
