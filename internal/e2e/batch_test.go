@@ -332,18 +332,7 @@ func TestBatchLineDecodesTheRequestOnce(t *testing.T) {
 	for i := range lines {
 		in.WriteString(batchLine(fmt.Sprint("q", i), "tiny", fmt.Sprint("hello ", i), "") + "\n")
 	}
-	body, ctype := multipartBody(t, "in.jsonl", "application/jsonl", in.String(), map[string]string{"purpose": "batch"})
-	req, _ := http.NewRequest("POST", e.url+"/v1/files", bytes.NewReader(body))
-	req.Header.Set("Content-Type", ctype)
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f map[string]any
-	json.NewDecoder(resp.Body).Decode(&f)
-	resp.Body.Close()
-	b := e.jsonWith(key, "POST", "/v1/batches", map[string]any{"input_file_id": f["id"], "endpoint": "/v1/chat/completions", "completion_window": "24h"}, 200)
+	b := e.jsonWith(key, "POST", "/v1/batches", map[string]any{"input_file_id": e.uploadJSONL(key, in.String()), "endpoint": "/v1/chat/completions", "completion_window": "24h"}, 200)
 	before := openai.Decodes()
 	for deadline := time.Now().Add(time.Minute); b["status"] != "completed"; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) || b["status"] == "failed" {
@@ -372,4 +361,24 @@ func TestBatchLineDecodesTheRequestOnce(t *testing.T) {
 			t.Fatalf("record %v of line %v", rec, l)
 		}
 	}
+}
+
+// uploadJSONL uploads content as a batch input file as key and returns the
+// file's id.
+func (e *env) uploadJSONL(key, content string) string {
+	e.t.Helper()
+	body, ctype := multipartBody(e.t, "in.jsonl", "application/jsonl", content, map[string]string{"purpose": "batch"})
+	req, _ := http.NewRequest("POST", e.url+"/v1/files", bytes.NewReader(body))
+	req.Header.Set("Content-Type", ctype)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var f map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&f); err != nil || resp.StatusCode != 200 {
+		e.t.Fatalf("upload: %d %v %v", resp.StatusCode, f, err)
+	}
+	return f["id"].(string)
 }

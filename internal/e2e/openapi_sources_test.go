@@ -427,7 +427,7 @@ func waitDocument(t *testing.T, c *specChecker, colID, docID string) {
 // multipartBody builds a multipart/form-data body with a file part (left
 // out when name is empty) and text fields; it returns the body and its
 // Content-Type.
-func multipartBody(t *testing.T, name, ctype, data string, fields map[string]string) ([]byte, string) {
+func multipartBody(t testing.TB, name, ctype, data string, fields map[string]string) ([]byte, string) {
 	t.Helper()
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)

@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"io"
-	"net/http"
 	"sort"
 	"strings"
 	"testing"
@@ -61,18 +60,7 @@ func TestAnotherTeamsIDsAre404(t *testing.T) {
 	ids["collection"] = e.jsonWith(keyA, "POST", "/v1/collections", map[string]any{"name": "c"}, 201)["id"].(string)
 	ids["document"] = e.jsonWith(keyA, "POST", "/v1/collections/"+ids["collection"]+"/documents", map[string]any{"title": "d", "text": "Some text."}, 202)["id"].(string)
 	ids["response"] = e.jsonWith(keyA, "POST", "/v1/responses", map[string]any{"model": "gemma3-270m", "input": "hi", "max_output_tokens": 2}, 200)["id"].(string)
-	body, ctype := multipartBody(t, "in.jsonl", "application/jsonl", batchLine("q", "gemma3-270m", "hi", "")+"\n", map[string]string{"purpose": "batch"})
-	req, _ := http.NewRequest("POST", e.url+"/v1/files", strings.NewReader(string(body)))
-	req.Header.Set("Content-Type", ctype)
-	req.Header.Set("Authorization", "Bearer "+keyA)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var file map[string]any
-	json.NewDecoder(resp.Body).Decode(&file)
-	resp.Body.Close()
-	ids["file"] = file["id"].(string)
+	ids["file"] = e.uploadJSONL(keyA, batchLine("q", "gemma3-270m", "hi", "")+"\n")
 	ids["batch"] = e.jsonWith(keyA, "POST", "/v1/batches", map[string]any{"input_file_id": ids["file"], "endpoint": "/v1/chat/completions", "completion_window": "24h"}, 200)["id"].(string)
 	e.json("POST", "/v1/policies", map[string]any{"name": "note", "scope": "team", "scope_id": teamA, "enabled": true,
 		"rules": []map[string]any{{"name": "every", "stage": "input", "when": "true", "action": "flag"}}}, 201)

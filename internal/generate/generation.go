@@ -5,15 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/inference"
-	"github.com/sovereign-ai/sovereign/internal/policy/pii"
-	"github.com/sovereign-ai/sovereign/internal/records"
 )
 
 // Target is the backend of a resolved model.
@@ -164,12 +160,9 @@ type Generation struct {
 	c  *Call
 	op *OutputPolicy
 
-	mu      sync.Mutex
-	capture bool
-	texts   map[int]*strings.Builder
-	sent    map[int]*strings.Builder
-	reds    map[int]*pii.StreamRedactor
-	ended   bool
+	mu    sync.Mutex
+	texts *answerTexts // nil: nothing to apply
+	ended bool
 }
 
 // Output applies the call's output stage to the native streams the
@@ -177,19 +170,17 @@ type Generation struct {
 // capture the streams pass through as they are.
 func (s *Service) Output(c *Call, streams []inference.Stream) *Generation {
 	c.mu.Lock()
-	g := &Generation{s: s, c: c, op: c.output, capture: c.capture}
+	op, capture := c.output, c.capture
 	c.mu.Unlock()
-	if g.op == nil && !g.capture {
+	g := &Generation{s: s, c: c, op: op}
+	if op == nil && !capture {
 		g.Streams = streams
 		return g
 	}
-	g.texts, g.sent, g.reds = map[int]*strings.Builder{}, map[int]*strings.Builder{}, map[int]*pii.StreamRedactor{}
+	g.texts = newAnswerTexts(op, capture)
 	g.Streams = make([]inference.Stream, len(streams))
 	for i, st := range streams {
 		g.Streams[i] = &governedStream{Stream: st, g: g, index: i}
-		if r := g.op.NewStreamRedactor(); r != nil {
-			g.reds[i] = r
-		}
 	}
 	return g
 }
@@ -219,25 +210,10 @@ func (g *Generation) End() error {
 		return nil
 	}
 	g.ended = true
-	idx := make([]int, 0, len(g.texts))
-	for i := range g.texts {
-		idx = append(idx, i)
-	}
-	sort.Ints(idx)
-	var all, sent strings.Builder
-	for n, i := range idx {
-		all.WriteString(g.texts[i].String())
-		all.WriteByte('\n')
-		if n > 0 {
-			sent.WriteByte('\n')
-		}
-		if b := g.sent[i]; b != nil {
-			sent.WriteString(b.String())
-		}
-	}
+	all, sent := g.texts.whole()
 	g.mu.Unlock()
-	g.c.Keep(sent.String())
-	if out := g.s.Evaluate(g.op, all.String()); out.Deny != nil {
+	g.c.Keep(sent)
+	if out := g.s.Evaluate(g.op, all); out.Deny != nil {
 		return Denied(out.Deny)
 	}
 	return nil
@@ -248,32 +224,7 @@ func (g *Generation) End() error {
 func (g *Generation) text(idx int, s string, final bool) string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	t := g.texts[idx]
-	if t == nil {
-		t = &strings.Builder{}
-		g.texts[idx] = t
-	}
-	t.WriteString(s)
-	emit := s
-	if r := g.reds[idx]; r != nil {
-		emit, _ = r.Write(s)
-		if final {
-			rest, _ := r.Flush()
-			emit += rest
-			delete(g.reds, idx)
-		}
-	}
-	if g.capture && emit != "" {
-		b := g.sent[idx]
-		if b == nil {
-			b = &strings.Builder{}
-			g.sent[idx] = b
-		}
-		if b.Len() < 2*records.MaxCapture {
-			b.WriteString(emit)
-		}
-	}
-	return emit
+	return g.texts.add(idx, s, final)
 }
 
 // governedStream is one choice of a Generation.

@@ -6,8 +6,6 @@ import (
 	"strings"
 
 	"github.com/sovereign-ai/sovereign/internal/inference"
-	"github.com/sovereign-ai/sovereign/internal/policy/pii"
-	"github.com/sovereign-ai/sovereign/internal/records"
 )
 
 // Relayed applies a call's output stage to an upstream's relayed answer:
@@ -27,15 +25,10 @@ import (
 //     answer is evaluated at the stream's end: a deny then replaces the
 //     end with the error.
 type Relayed struct {
-	s       *Service
-	c       *Call
-	op      *OutputPolicy
-	capture bool
-
-	reds  map[int]*pii.StreamRedactor
-	texts map[int]*strings.Builder
-	sent  map[int]*strings.Builder
-	order []int
+	s     *Service
+	c     *Call
+	op    *OutputPolicy
+	texts *answerTexts
 	// shift renumbers the Responses API's events after an added delta.
 	shift int64
 	ended bool
@@ -51,8 +44,7 @@ func (s *Service) Relayed(c *Call) *Relayed {
 	if op == nil && !capture {
 		return nil
 	}
-	return &Relayed{s: s, c: c, op: op, capture: capture,
-		reds: map[int]*pii.StreamRedactor{}, texts: map[int]*strings.Builder{}, sent: map[int]*strings.Builder{}}
+	return &Relayed{s: s, c: c, op: op, texts: newAnswerTexts(op, capture)}
 }
 
 // answerKeys are the members whose strings are an answer's text, in every
@@ -164,50 +156,10 @@ func (r *Relayed) Event(ev inference.RelayEvent) ([]inference.RelayEvent, error)
 
 // text feeds index idx's next piece of text to its redactor and returns
 // what may be sent.
-func (r *Relayed) text(idx int, s string) string {
-	t := r.texts[idx]
-	if t == nil {
-		t = &strings.Builder{}
-		r.texts[idx] = t
-		r.order = append(r.order, idx)
-		if red := r.op.NewStreamRedactor(); red != nil {
-			r.reds[idx] = red
-		}
-	}
-	t.WriteString(s)
-	emit := s
-	if red := r.reds[idx]; red != nil {
-		emit, _ = red.Write(s)
-	}
-	r.record(idx, emit)
-	return emit
-}
-
-// record keeps what was sent of index idx's text, for capture.
-func (r *Relayed) record(idx int, s string) {
-	if !r.capture || s == "" {
-		return
-	}
-	b := r.sent[idx]
-	if b == nil {
-		b = &strings.Builder{}
-		r.sent[idx] = b
-	}
-	if b.Len() < 2*records.MaxCapture {
-		b.WriteString(s)
-	}
-}
+func (r *Relayed) text(idx int, s string) string { return r.texts.add(idx, s, false) }
 
 // flush returns index idx's held-back text.
-func (r *Relayed) flush(idx int) string {
-	if red := r.reds[idx]; red != nil {
-		emit, _ := red.Flush()
-		delete(r.reds, idx)
-		r.record(idx, emit)
-		return emit
-	}
-	return ""
-}
+func (r *Relayed) flush(idx int) string { return r.texts.add(idx, "", true) }
 
 // chunk redacts a chat or completion chunk's choices.
 func (r *Relayed) chunk(obj map[string]any) {
@@ -287,19 +239,9 @@ func (r *Relayed) end() error {
 		return nil
 	}
 	r.ended = true
-	var all, sent strings.Builder
-	for n, i := range r.order {
-		all.WriteString(r.texts[i].String())
-		all.WriteByte('\n')
-		if b := r.sent[i]; b != nil {
-			if n > 0 {
-				sent.WriteByte('\n')
-			}
-			sent.WriteString(b.String())
-		}
-	}
-	r.c.Keep(sent.String())
-	if out := r.s.Evaluate(r.op, all.String()); out.Deny != nil {
+	all, sent := r.texts.whole()
+	r.c.Keep(sent)
+	if out := r.s.Evaluate(r.op, all); out.Deny != nil {
 		return Denied(out.Deny)
 	}
 	return nil
