@@ -51,7 +51,7 @@ type Call struct {
 	tickets []*limits.Ticket
 	// output is the output stage of the call's policies, when any applies
 	// (armed by Admit).
-	output *OutputPolicy
+	output *outputPolicy
 	// capture says the team keeps prompts and outputs in its records;
 	// prompt and answer are the texts kept (redacted by its policies).
 	capture        bool
@@ -152,13 +152,6 @@ func (c *Call) Keep(text string) {
 		c.answer = text
 	}
 	c.mu.Unlock()
-}
-
-// holds reports whether the call holds reservations to settle.
-func (c *Call) holds() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.tickets) > 0
 }
 
 // Fork is a part of the call governed on its own — one model of a

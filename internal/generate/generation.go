@@ -158,7 +158,7 @@ type Generation struct {
 
 	s  *Service
 	c  *Call
-	op *OutputPolicy
+	op *outputPolicy
 
 	mu    sync.Mutex
 	texts *answerTexts // nil: nothing to apply
@@ -213,7 +213,7 @@ func (g *Generation) End() error {
 	all, sent := g.texts.whole()
 	g.mu.Unlock()
 	g.c.Keep(sent)
-	if out := g.s.Evaluate(g.op, all); out.Deny != nil {
+	if out := g.s.evaluate(g.op, all); out.Deny != nil {
 		return Denied(out.Deny)
 	}
 	return nil

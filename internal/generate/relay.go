@@ -27,7 +27,7 @@ import (
 type Relayed struct {
 	s     *Service
 	c     *Call
-	op    *OutputPolicy
+	op    *outputPolicy
 	texts *answerTexts
 	// shift renumbers the Responses API's events after an added delta.
 	shift int64
@@ -107,7 +107,7 @@ func (r *Relayed) Whole(body []byte) ([]byte, error) {
 		return body, nil
 	}
 	text := texts(v)
-	out := r.s.Evaluate(r.op, text)
+	out := r.s.evaluate(r.op, text)
 	if out.Deny != nil {
 		return nil, Denied(out.Deny)
 	}
@@ -241,7 +241,7 @@ func (r *Relayed) end() error {
 	r.ended = true
 	all, sent := r.texts.whole()
 	r.c.Keep(sent)
-	if out := r.s.Evaluate(r.op, all); out.Deny != nil {
+	if out := r.s.evaluate(r.op, all); out.Deny != nil {
 		return Denied(out.Deny)
 	}
 	return nil

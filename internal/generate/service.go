@@ -200,10 +200,10 @@ func (s *Service) Admit(ctx context.Context, c *Call, m catalog.Resolved, g Gate
 	return redact, st, nil
 }
 
-// OutputPolicy is what the output stage of a call needs: the set, the
+// outputPolicy is what the output stage of a call needs: the set, the
 // call's input, and the detectors of its output redact rules (nil: none
 // apply, the answer is only evaluated).
-type OutputPolicy struct {
+type outputPolicy struct {
 	set   *policy.Set
 	in    policy.Input
 	pii   *pii.Set
@@ -211,10 +211,10 @@ type OutputPolicy struct {
 }
 
 // Redacts reports whether output redact rules apply.
-func (op *OutputPolicy) Redacts() bool { return op != nil && op.pii != nil }
+func (op *outputPolicy) Redacts() bool { return op != nil && op.pii != nil }
 
 // Redact removes the findings of the output redact rules' kinds from s.
-func (op *OutputPolicy) Redact(s string) string {
+func (op *outputPolicy) Redact(s string) string {
 	if !op.Redacts() {
 		return s
 	}
@@ -223,7 +223,7 @@ func (op *OutputPolicy) Redact(s string) string {
 
 // NewStreamRedactor is a redactor for one streamed text (nil when no
 // redact rule applies).
-func (op *OutputPolicy) NewStreamRedactor() *pii.StreamRedactor {
+func (op *outputPolicy) NewStreamRedactor() *pii.StreamRedactor {
 	if !op.Redacts() {
 		return nil
 	}
@@ -247,7 +247,7 @@ func (s *Service) checkInput(c *Call, m catalog.Resolved, g Gate) (func(string) 
 	in := policy.Input{RequestID: c.ID, Model: m.ID, Backend: m.Backend, Team: k.TeamID, Key: k.ID, User: c.User(),
 		Route: c.Path, ModelTags: m.Tags, MaxTokens: g.MaxTokens, Input: g.Text}
 	if g.Output && set.Applies(policy.StageOutput, k.TeamID, k.ID) {
-		op := &OutputPolicy{set: set, in: in}
+		op := &outputPolicy{set: set, in: in}
 		op.in.Stage = policy.StageOutput
 		op.pii, op.kinds = set.Detectors(k.TeamID, k.ID)
 		c.mu.Lock()
@@ -287,10 +287,9 @@ func Denied(d *policy.Decision) *apierr.Error {
 	return &apierr.Error{Code: apierr.PolicyViolation, Message: policy.DenyMessage(d), Policy: d.Policy, Rule: d.Rule}
 }
 
-// Evaluate runs the call's output stage on a whole answer's text, records
-// the decisions and returns them (for an answer that exists only as
-// rendered bytes: a relayed one).
-func (s *Service) Evaluate(op *OutputPolicy, text string) policy.Outcome {
+// evaluate runs the call's output stage on a whole answer's text, records
+// the decisions and returns them.
+func (s *Service) evaluate(op *outputPolicy, text string) policy.Outcome {
 	if op == nil {
 		return policy.Outcome{}
 	}
@@ -312,6 +311,9 @@ func (s *Service) Settle(ctx context.Context, c *Call) {
 	tickets, used := c.tickets, int64(c.promptTokens+c.completed)
 	c.tickets = nil
 	c.mu.Unlock()
+	if len(tickets) == 0 {
+		return
+	}
 	if len(tickets) == 1 {
 		tickets[0].Settle(ctx, used)
 		return
@@ -328,9 +330,6 @@ func (s *Service) Settle(ctx context.Context, c *Call) {
 		t.Settle(ctx, share)
 	}
 }
-
-// Holds reports whether the call holds reservations to settle.
-func (s *Service) Holds(c *Call) bool { return c.holds() }
 
 // Log writes the call's request record, once it ended with status.
 func (s *Service) Log(c *Call, status int) {

@@ -16,14 +16,14 @@ import (
 // match. Native generations and relayed answers share it. It is not safe
 // for concurrent use.
 type answerTexts struct {
-	op      *OutputPolicy
+	op      *outputPolicy
 	capture bool
 	wrote   map[int]*strings.Builder
 	sent    map[int]*strings.Builder
 	reds    map[int]*pii.StreamRedactor
 }
 
-func newAnswerTexts(op *OutputPolicy, capture bool) *answerTexts {
+func newAnswerTexts(op *outputPolicy, capture bool) *answerTexts {
 	return &answerTexts{op: op, capture: capture, wrote: map[int]*strings.Builder{}, sent: map[int]*strings.Builder{},
 		reds: map[int]*pii.StreamRedactor{}}
 }

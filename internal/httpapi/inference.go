@@ -30,21 +30,14 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 	if err := openai.DecodeRequest(bytes.NewReader(body), &req); err != nil {
 		return err
 	}
-	native, err := req.Native()
+	native, err := chatNative(m, &req)
 	if err != nil {
-		return err
-	}
-	if err := generate.Fit(m, &native); err != nil {
-		var ae *apierr.Error
-		if req.Legacy() && errors.As(err, &ae) && ae.Param == "tools" {
-			ae.Param = "functions" // what the client sent
-		}
 		return err
 	}
 	req.Model, native.Model, native.Stream = m.ID, m.ID, req.Stream
 	ctx, cancel := withTimeout(r)
 	defer cancel()
-	gen, err := s.generate(ctx, m, native, req.Choices())
+	gen, err := s.generate(ctx, m, []inference.CompletionRequest{native}, req.Choices())
 	if err != nil {
 		return err
 	}
@@ -140,15 +133,24 @@ func relay(ctx context.Context, out *sse, first indexedEvent, events <-chan inde
 	return ctx.Err()
 }
 
-// generate starts n governed generations of req (n choices) for the
-// request: the generation service starts them and applies the request's
-// output policies to their native events.
-func (s *Server) generate(ctx context.Context, m catalog.Resolved, req inference.CompletionRequest, n int) (*generate.Generation, error) {
-	streams, err := s.Gen.Start(ctx, info(ctx), m, req, n)
-	if err != nil {
-		return nil, err
+// generate starts n governed generations of each of reqs (n choices
+// of each prompt: prompt k's choices are k*n … k*n+n-1, as OpenAI numbers
+// them) for the request's call: the generation service starts them and
+// applies the call's output policies to their native events.
+func (s *Server) generate(ctx context.Context, m catalog.Resolved, reqs []inference.CompletionRequest, n int) (*generate.Generation, error) {
+	call := info(ctx)
+	var started []inference.Stream
+	for _, req := range reqs {
+		sts, err := s.Gen.Start(ctx, call, m, req, n)
+		if err != nil {
+			for _, st := range started {
+				st.Close()
+			}
+			return nil, err
+		}
+		started = append(started, sts...)
 	}
-	return s.Gen.Output(info(ctx), streams), nil
+	return s.Gen.Output(call, started), nil
 }
 
 type indexedEvent struct {
@@ -212,34 +214,21 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
 	if !m.Has("completions") {
 		return apierr.Invalid("model", fmt.Sprintf("the model %q does not support completions (it supports: %s)", m.ID, strings.Join(m.Capabilities, ", ")))
 	}
-	natives, err := req.NativeAll()
+	natives, err := completionNatives(m, &req)
 	if err != nil {
 		return err
 	}
 	for i := range natives {
-		if err := generate.Fit(m, &natives[i]); err != nil {
-			return err
-		}
 		natives[i].Model, natives[i].Stream = m.ID, req.Stream
 	}
 	req.Model = m.ID
 	ctx, cancel := withTimeout(r)
 	defer cancel()
-	// One generation per prompt and choice: prompt k's choices are
-	// k*n … k*n+n-1, as OpenAI numbers them.
 	n := req.Choices()
-	var started []inference.Stream
-	for _, nat := range natives {
-		sts, err := s.Gen.Start(ctx, info(ctx), m, nat, n)
-		if err != nil {
-			for _, st := range started {
-				st.Close()
-			}
-			return err
-		}
-		started = append(started, sts...)
+	gen, err := s.generate(ctx, m, natives, n)
+	if err != nil {
+		return err
 	}
-	gen := s.Gen.Output(info(ctx), started)
 	defer gen.Close()
 	streams := gen.Streams
 	logprobs := natives[0].Logprobs

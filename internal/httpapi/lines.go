@@ -157,6 +157,9 @@ func (s *Server) chatLine(ctx context.Context, call *generate.Call, m catalog.Re
 	if err := openai.DecodeRequest(bytes.NewReader(body), &req); err != nil {
 		return batch.Answer{}, err
 	}
+	if err := notStreamed(req.Stream); err != nil {
+		return batch.Answer{}, err
+	}
 	native, err := chatNative(m, &req)
 	if err != nil {
 		return batch.Answer{}, err
@@ -169,7 +172,7 @@ func (s *Server) chatLine(ctx context.Context, call *generate.Call, m catalog.Re
 		}
 	}
 	native.Model, req.Model = m.ID, m.ID
-	gen, err := s.generate(ctx, m, native, req.Choices())
+	gen, err := s.generate(ctx, m, []inference.CompletionRequest{native}, req.Choices())
 	if err != nil {
 		return batch.Answer{}, err
 	}
@@ -187,11 +190,9 @@ func (s *Server) chatLine(ctx context.Context, call *generate.Call, m catalog.Re
 	return answered(call, out)
 }
 
-// chatNative is a decoded chat request as the model will run it.
+// chatNative is a decoded chat request as the model will run it (over
+// HTTP and in a batch line alike).
 func chatNative(m catalog.Resolved, req *openai.ChatRequest) (inference.CompletionRequest, error) {
-	if err := notStreamed(req.Stream); err != nil {
-		return inference.CompletionRequest{}, err
-	}
 	native, err := req.Native()
 	if err != nil {
 		return native, err
@@ -217,6 +218,9 @@ func (s *Server) completionLine(ctx context.Context, call *generate.Call, m cata
 	if !m.Has("completions") {
 		return batch.Answer{}, apierr.Invalid("model", "the model "+m.ID+" does not support completions (it supports: "+strings.Join(m.Capabilities, ", ")+")")
 	}
+	if err := notStreamed(req.Stream); err != nil {
+		return batch.Answer{}, err
+	}
 	natives, err := completionNatives(m, &req)
 	if err != nil {
 		return batch.Answer{}, err
@@ -237,20 +241,14 @@ func (s *Server) completionLine(ctx context.Context, call *generate.Call, m cata
 			return batch.Answer{}, err
 		}
 	}
-	n := req.Choices()
-	var started []inference.Stream
-	for _, nat := range natives {
-		nat.Model = m.ID
-		sts, err := s.Gen.Start(ctx, call, m, nat, n)
-		if err != nil {
-			for _, st := range started {
-				st.Close()
-			}
-			return batch.Answer{}, err
-		}
-		started = append(started, sts...)
+	for i := range natives {
+		natives[i].Model = m.ID
 	}
-	gen := s.Gen.Output(call, started)
+	n := req.Choices()
+	gen, err := s.generate(ctx, m, natives, n)
+	if err != nil {
+		return batch.Answer{}, err
+	}
 	defer gen.Close()
 	out, err := openai.CollectTexts(gen.Streams, n, m.ID, natives[0].Logprobs)
 	if err != nil {
@@ -263,11 +261,9 @@ func (s *Server) completionLine(ctx context.Context, call *generate.Call, m cata
 }
 
 // completionNatives are a decoded completion request's generations, one
-// per prompt, as the model will run them.
+// per prompt, as the model will run them (over HTTP and in a batch line
+// alike).
 func completionNatives(m catalog.Resolved, req *openai.CompletionRequest) ([]inference.CompletionRequest, error) {
-	if err := notStreamed(req.Stream); err != nil {
-		return nil, err
-	}
 	natives, err := req.NativeAll()
 	if err != nil {
 		return nil, err

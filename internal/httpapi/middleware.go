@@ -101,18 +101,14 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		// A response of known length is flushed now, so that the client
 		// has it whole while the work after it runs — settling with the
 		// limits store, metrics, the request record, the log line — rather
-		// than when the server flushes after this middleware returns:
-		// that work was in every answer's latency, and its scheduling
-		// delays were most of the gateway's tail (bench/README.md, "Where
-		// the tail comes from").
+		// than when the server flushes after this middleware returns, with
+		// that work in every answer's latency.
 		if sw.Header().Get("Content-Length") != "" {
 			sw.Flush()
 		}
 		// The reservation becomes the real usage before the next request
 		// of this client can be admitted (a lease must not outlive it).
-		if s.Gen.Holds(call) {
-			s.Gen.Settle(ctx, call)
-		}
+		s.Gen.Settle(ctx, call)
 		if sw.status == 0 {
 			sw.status = http.StatusOK
 		}
