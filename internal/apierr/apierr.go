@@ -8,13 +8,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"strconv"
 	"time"
-
-	"github.com/sovereign-ai/sovereign/internal/inference"
-	"github.com/sovereign-ai/sovereign/internal/limits"
 )
 
 // Code is a machine-readable error code (the envelope's "code").
@@ -100,9 +98,18 @@ type Error struct {
 	// policy_violation, so that clients need not parse the message.
 	Policy, Rule string
 	Err          error
+	// kind marks a Kind sentinel.
+	kind bool
 }
 
-func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
+// Error returns the code and the message; a Kind sentinel's is the
+// message alone, as errors.New's would be, for the text that wraps it.
+func (e *Error) Error() string {
+	if e.kind {
+		return e.Message
+	}
+	return string(e.Code) + ": " + e.Message
+}
 
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
@@ -160,50 +167,62 @@ func Invalid(param, msg string) *Error {
 	return &Error{Code: InvalidRequest, Param: param, Message: msg}
 }
 
-// From classifies any error: API errors pass through, inference errors map
-// to their codes, anything else is an internal error whose detail is hidden.
+// Kind returns a sentinel error of code for a package's error kinds (a
+// model not found, a model that failed to load): the package wraps it
+// with what it knows (fmt.Errorf("%w: %q", ErrModelNotFound, id)),
+// errors.Is finds it through the wrapping, and From shows the whole
+// wrapped text as the message.
+func Kind(e Error) *Error {
+	e.kind = true
+	return &e
+}
+
+// Errorf returns an error with code and a formatted message.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// Wrapf returns an error of sentinel's code and param with a formatted
+// message (naming what was not found, say); errors.Is(err, sentinel)
+// holds.
+func Wrapf(sentinel *Error, format string, args ...any) *Error {
+	return &Error{Code: sentinel.Code, Param: sentinel.Param, RetryAfter: sentinel.RetryAfter, Message: fmt.Sprintf(format, args...), Err: sentinel}
+}
+
+// CodeOf returns the code From gives err.
+func CodeOf(err error) Code { return From(err).Code }
+
+// Coder is a domain error that carries more than Error does (a limit's
+// retry time, an upstream's failure kind) and says which API error it is.
+// Its package implements it; From finds it through wrapping.
+type Coder interface {
+	error
+	APIError() *Error
+}
+
+// From classifies any error: an *Error passes through (a Kind sentinel
+// with its wrapping's text), a Coder gives its own, a cancelled or timed
+// out call maps to its code, and anything else is an internal error whose
+// detail is hidden.
 func From(err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
+		if e.kind && err != error(e) {
+			c := *e
+			c.kind, c.Message, c.Err = false, err.Error(), err
+			return &c
+		}
 		return e
 	}
-	var inv *inference.InvalidError
-	var ov *inference.OverloadedError
-	var ld *inference.LoadingError
-	var up *inference.UpstreamError
-	var gen *inference.GenerationError
-	var ex *limits.ExceededError
-	var lu *limits.UnavailableError
-	var li *limits.InvalidError
-	switch {
-	case errors.As(err, &ex):
-		code := RateLimitExceeded
-		if ex.Quota() {
-			code = QuotaExceeded
+	var c Coder
+	if errors.As(err, &c) {
+		e := c.APIError()
+		if e.Err == nil {
+			e.Err = err
 		}
-		return &Error{Code: code, Message: ex.Error(), RetryAfter: ex.RetryAfter, Err: err}
-	case errors.As(err, &lu):
-		return &Error{Code: LimitsUnavailable, Message: lu.Error(), RetryAfter: time.Second, Err: err}
-	case errors.As(err, &li):
-		return &Error{Code: InvalidRequest, Param: li.Param, Message: li.Message, Err: err}
-	case errors.As(err, &up):
-		return fromUpstream(up)
-	case errors.As(err, &gen):
-		return &Error{Code: ModelCrashed, Message: gen.Error() + "; retry the request", RetryAfter: time.Second, Err: err}
-	case errors.As(err, &inv):
-		return &Error{Code: InvalidRequest, Param: inv.Param, Message: inv.Message, Err: err}
-	case errors.As(err, &ov):
-		return &Error{Code: ModelOverloaded, Message: ov.Error(), RetryAfter: ov.RetryAfter, Err: err}
-	case errors.As(err, &ld):
-		return &Error{Code: ModelLoading, Message: ld.Error(), RetryAfter: ld.RetryAfter, Err: err}
-	case errors.Is(err, inference.ErrModelNotFound):
-		return &Error{Code: ModelNotFound, Param: "model", Message: err.Error(), Err: err}
-	case errors.Is(err, inference.ErrModelFailed):
-		return &Error{Code: ModelFailed, Message: err.Error(), RetryAfter: 30 * time.Second, Err: err}
-	case errors.Is(err, inference.ErrBackendCrashed):
-		return &Error{Code: ModelCrashed, Message: "the model runner stopped while serving this request; retry to restart it", Err: err}
-	case errors.Is(err, inference.ErrUnsupported):
-		return &Error{Code: InvalidRequest, Param: "model", Message: err.Error(), Err: err}
+		return e
+	}
+	switch {
 	case errors.Is(err, context.Canceled):
 		return &Error{Code: RequestCancelled, Message: "the request was cancelled by the client", Err: err}
 	case errors.Is(err, context.DeadlineExceeded):
@@ -264,26 +283,5 @@ func Write(w http.ResponseWriter, err error) *Error {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(e.Status())
 	json.NewEncoder(w).Encode(e.Envelope())
-	return e
-}
-
-func fromUpstream(up *inference.UpstreamError) *Error {
-	e := &Error{Message: up.Message, RetryAfter: up.RetryAfter, Err: up}
-	switch up.Kind {
-	case inference.UpstreamRateLimited:
-		e.Code = RateLimitExceeded
-		if e.RetryAfter <= 0 {
-			e.RetryAfter = time.Second
-		}
-	case inference.UpstreamTimeout:
-		e.Code = UpstreamTimeout
-	case inference.UpstreamUnavailable:
-		e.Code = UpstreamUnavailable
-		if e.RetryAfter <= 0 {
-			e.RetryAfter = time.Second
-		}
-	default:
-		e.Code = UpstreamError
-	}
 	return e
 }

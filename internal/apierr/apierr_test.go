@@ -3,14 +3,10 @@ package apierr
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/sovereign-ai/sovereign/internal/inference"
 )
 
 // TestTableIsComplete: every code has a status and an OpenAI type, the
@@ -32,47 +28,6 @@ func TestTableIsComplete(t *testing.T) {
 	}
 	if e := New("no_such_code", "m"); e.Status() != 500 || e.Envelope().Error.Type != "server_error" {
 		t.Errorf("unknown code: %d %+v", e.Status(), e.Envelope())
-	}
-}
-
-// TestFromClassifies: API errors pass through (wrapped too), the
-// inference and context errors map to their codes with Retry-After where a
-// retry helps, and anything else is an internal error that hides its
-// detail.
-func TestFromClassifies(t *testing.T) {
-	api := Invalid("model", "bad")
-	for _, c := range []struct {
-		err   error
-		code  Code
-		param string
-		retry bool
-	}{
-		{api, InvalidRequest, "model", false},
-		{fmt.Errorf("wrapped: %w", api), InvalidRequest, "model", false},
-		{&inference.InvalidError{Param: "top_k", Message: "bad"}, InvalidRequest, "top_k", false},
-		{&inference.OverloadedError{RetryAfter: 2 * time.Second}, ModelOverloaded, "", true},
-		{&inference.UpstreamError{Kind: inference.UpstreamRateLimited, Message: "slow down"}, RateLimitExceeded, "", true},
-		{&inference.UpstreamError{Kind: inference.UpstreamTimeout, Message: "late"}, UpstreamTimeout, "", false},
-		{&inference.UpstreamError{Kind: inference.UpstreamUnavailable, Message: "down"}, UpstreamUnavailable, "", true},
-		{fmt.Errorf("x: %w", inference.ErrModelNotFound), ModelNotFound, "model", false},
-		{inference.ErrModelFailed, ModelFailed, "", true},
-		{inference.ErrBackendCrashed, ModelCrashed, "", false},
-		{&inference.GenerationError{Model: "m", Message: "decode failed: no KV slot"}, ModelCrashed, "", true},
-		{context.Canceled, RequestCancelled, "", false},
-		{context.DeadlineExceeded, ModelOverloaded, "", true},
-		{errors.New("disk on fire at /var/lib/x"), Internal, "", false},
-	} {
-		e := From(c.err)
-		if e.Code != c.code || e.Param != c.param || (e.RetryAfter > 0) != c.retry {
-			t.Errorf("From(%v) = %s param %q retry %s; want %s %q retry %v", c.err, e.Code, e.Param, e.RetryAfter, c.code, c.param, c.retry)
-		}
-	}
-	if e := From(errors.New("disk on fire at /var/lib/x")); strings.Contains(e.Message, "disk") || !errors.Is(e, e.Err) {
-		t.Errorf("an internal error shows its detail: %+v", e)
-	}
-	// A runner's own failure mid-generation is shown, not hidden as a 500.
-	if e := From(&inference.GenerationError{Model: "m", Message: "decode failed: no KV slot"}); e.Status() != 502 || !strings.Contains(e.Message, "decode failed") {
-		t.Errorf("a generation error: %d %q", e.Status(), e.Message)
 	}
 }
 
@@ -118,7 +73,7 @@ func TestRetryableByStatusAndCode(t *testing.T) {
 			t.Errorf("%s (%d): retryable %v, want %v", code, New(code, "x").Status(), got, want)
 		}
 	}
-	if !From(context.Canceled).Retryable() || From(&inference.InvalidError{Param: "x", Message: "y"}).Retryable() {
+	if !From(context.Canceled).Retryable() || From(Invalid("x", "y")).Retryable() {
 		t.Error("a cancelled call must be retryable, an invalid one not")
 	}
 }

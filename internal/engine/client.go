@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/grammar"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/runnerproto"
@@ -38,7 +39,7 @@ func (b *Model) Complete(ctx context.Context, req inference.CompletionRequest) (
 		// JSON schema → grammar happens here, for local models only.
 		g, err := grammar.FromJSONSchema(req.JSONSchema)
 		if err != nil {
-			return nil, &inference.InvalidError{Param: "response_format", Message: err.Error()}
+			return nil, apierr.Invalid("response_format", err.Error())
 		}
 		req.Grammar = g
 	}
@@ -124,13 +125,13 @@ func (m *Manager) post(ctx context.Context, p *proc, path string, in any) (*http
 	}
 	switch eb.Error.Code {
 	case runnerproto.CodeInvalid:
-		return nil, &inference.InvalidError{Param: eb.Error.Param, Message: eb.Error.Message}
+		return nil, apierr.Invalid(eb.Error.Param, eb.Error.Message)
 	case runnerproto.CodeOverloaded:
 		return nil, &inference.OverloadedError{Model: p.id, RetryAfter: time.Second}
 	case runnerproto.CodeLoading:
 		return nil, &inference.LoadingError{Model: p.id, RetryAfter: time.Second}
 	case runnerproto.CodeUnsupported:
-		return nil, &inference.InvalidError{Param: "model", Message: fmt.Sprintf("model %s: %s", p.id, eb.Error.Message)}
+		return nil, apierr.Invalid("model", fmt.Sprintf("model %s: %s", p.id, eb.Error.Message))
 	default:
 		return nil, fmt.Errorf("runner for %s: %s", p.id, eb.Error.Message)
 	}
@@ -207,8 +208,8 @@ var _ inference.Reranker = (*Model)(nil)
 
 // Rerank scores documents against a query on the model's runner: with rank
 // pooling for a cross-encoder, from the yes/no answer logits for a chat
-// model. Results are in input order. Bad inputs are inference.InvalidError;
-// a model that cannot rerank is an InvalidError naming the model.
+// model. Results are in input order. Bad inputs are apierr.Invalid errors;
+// a model that cannot rerank is one naming the model.
 func (b *Model) Rerank(ctx context.Context, req inference.RerankRequest) (inference.RerankResponse, error) {
 	var out inference.RerankResponse
 	err := b.m.call(ctx, b.id, b.path, "/rerank", req, &out)

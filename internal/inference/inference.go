@@ -8,10 +8,11 @@ package inference
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 )
 
 // Message is one chat turn. An assistant turn may carry the tool calls it
@@ -290,20 +291,25 @@ type Backend interface {
 	Detokenize(ctx context.Context, req DetokenizeRequest) (DetokenizeResponse, error)
 }
 
-// Error kinds that backends return; the HTTP layer maps them to statuses.
+// Error kinds that backends return, wrapped with what they know
+// (fmt.Errorf("%w: %q", ErrModelNotFound, id)); each is an API error of
+// its own code, shown with the wrapping's text.
 var (
-	ErrModelNotFound   = errors.New("model not found")
-	ErrModelFailed     = errors.New("model failed to load")
-	ErrUnsupported     = errors.New("operation not supported by this model")
-	ErrInvalidRequest  = errors.New("invalid request")
-	ErrBackendCrashed  = errors.New("model runner stopped unexpectedly")
-	ErrContextExceeded = errors.New("prompt exceeds the model's context length")
+	ErrModelNotFound  = apierr.Kind(apierr.Error{Code: apierr.ModelNotFound, Param: "model", Message: "model not found"})
+	ErrModelFailed    = apierr.Kind(apierr.Error{Code: apierr.ModelFailed, Message: "model failed to load", RetryAfter: 30 * time.Second})
+	ErrUnsupported    = apierr.Kind(apierr.Error{Code: apierr.InvalidRequest, Param: "model", Message: "operation not supported by this model"})
+	ErrBackendCrashed = errBackendCrashed{}
 )
 
 // OverloadedError says a model's queue is full; retry after RetryAfter.
 type OverloadedError struct {
 	Model      string
 	RetryAfter time.Duration
+}
+
+// APIError is a 503 model_overloaded with the wait.
+func (e *OverloadedError) APIError() *apierr.Error {
+	return &apierr.Error{Code: apierr.ModelOverloaded, Message: e.Error(), RetryAfter: e.RetryAfter}
 }
 
 func (e *OverloadedError) Error() string {
@@ -314,6 +320,11 @@ func (e *OverloadedError) Error() string {
 type LoadingError struct {
 	Model      string
 	RetryAfter time.Duration
+}
+
+// APIError is a 503 model_loading with the wait.
+func (e *LoadingError) APIError() *apierr.Error {
+	return &apierr.Error{Code: apierr.ModelLoading, Message: e.Error(), RetryAfter: e.RetryAfter}
 }
 
 func (e *LoadingError) Error() string {
@@ -342,6 +353,29 @@ type UpstreamError struct {
 
 func (e *UpstreamError) Error() string { return e.Message }
 
+// APIError is the upstream's failure as the API reports it: a 429 with
+// its wait, 504, 503 with a wait, or 502.
+func (e *UpstreamError) APIError() *apierr.Error {
+	out := &apierr.Error{Message: e.Message, RetryAfter: e.RetryAfter}
+	switch e.Kind {
+	case UpstreamRateLimited:
+		out.Code = apierr.RateLimitExceeded
+		if out.RetryAfter <= 0 {
+			out.RetryAfter = time.Second
+		}
+	case UpstreamTimeout:
+		out.Code = apierr.UpstreamTimeout
+	case UpstreamUnavailable:
+		out.Code = apierr.UpstreamUnavailable
+		if out.RetryAfter <= 0 {
+			out.RetryAfter = time.Second
+		}
+	default:
+		out.Code = apierr.UpstreamError
+	}
+	return out
+}
+
 // GenerationError is a generation that the model's runner ended with an
 // error of its own ("decode failed: …") after it had started: not the
 // caller's fault, worth a retry. The HTTP layer shows the runner's message
@@ -351,21 +385,26 @@ type GenerationError struct {
 	Message string
 }
 
+// APIError is a 502 model_crashed that shows the runner's message and
+// asks for a retry.
+func (e *GenerationError) APIError() *apierr.Error {
+	return &apierr.Error{Code: apierr.ModelCrashed, Message: e.Error() + "; retry the request", RetryAfter: time.Second}
+}
+
 func (e *GenerationError) Error() string {
 	return fmt.Sprintf("model %q failed while generating: %s", e.Model, e.Message)
 }
 
-// InvalidError is a request the model cannot serve as given; Param names
-// the offending field when one applies.
-type InvalidError struct {
-	Param   string
-	Message string
+// errBackendCrashed is a runner that stopped while serving a request: a
+// 502 whose message hides the runner's exit detail (the wrapping text,
+// which names the model file, goes to the log only).
+type errBackendCrashed struct{}
+
+func (errBackendCrashed) Error() string { return "model runner stopped unexpectedly" }
+
+func (errBackendCrashed) APIError() *apierr.Error {
+	return &apierr.Error{Code: apierr.ModelCrashed, Message: "the model runner stopped while serving this request; retry to restart it"}
 }
-
-func (e *InvalidError) Error() string { return e.Message }
-
-// Is makes errors.Is(err, ErrInvalidRequest) true.
-func (e *InvalidError) Is(target error) bool { return target == ErrInvalidRequest }
 
 // StreamOf returns a stream of the given events, then io.EOF: a
 // generation that is already known (an answer that need not ask a model).

@@ -1,18 +1,14 @@
 package limits
 
 import (
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 )
 
-// InvalidError is a rule that cannot be stored; Param names the field.
-type InvalidError struct{ Param, Message string }
-
-func (e *InvalidError) Error() string { return e.Message }
-
 // ErrNotFound is a rule that does not exist.
-var ErrNotFound = errors.New("limit rule not found")
+var ErrNotFound = apierr.New(apierr.NotFound, "limit rule not found")
 
 // ExceededError is a request over a limit: 429 rate_limit_exceeded, or
 // quota_exceeded for a daily or monthly budget.
@@ -29,6 +25,16 @@ type ExceededError struct {
 // month's tokens) rather than a rate.
 func (e *ExceededError) Quota() bool {
 	return e.Dimension == TokensPerDay || e.Dimension == TokensPerMonth
+}
+
+// APIError is a 429: rate_limit_exceeded with the wait, or
+// quota_exceeded for a budget.
+func (e *ExceededError) APIError() *apierr.Error {
+	code := apierr.RateLimitExceeded
+	if e.Quota() {
+		code = apierr.QuotaExceeded
+	}
+	return &apierr.Error{Code: code, Message: e.Error(), RetryAfter: e.RetryAfter}
 }
 
 func (e *ExceededError) Error() string {
@@ -60,6 +66,11 @@ type UnavailableError struct{ Err error }
 
 func (e *UnavailableError) Error() string {
 	return "rate limits cannot be checked right now (their store is unavailable); retry shortly"
+}
+
+// APIError is a 503 limits_unavailable, worth a retry in a second.
+func (e *UnavailableError) APIError() *apierr.Error {
+	return &apierr.Error{Code: apierr.LimitsUnavailable, Message: e.Error(), RetryAfter: time.Second}
 }
 
 // Unwrap returns the backend's error.

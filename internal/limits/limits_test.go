@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/limits"
 )
 
@@ -197,7 +198,7 @@ func TestRulesAreValidated(t *testing.T) {
 		{Scope: limits.ScopeKey},
 		{Scope: limits.ScopeKey, Subject: "k", TokensPerDay: -1},
 	} {
-		var inv *limits.InvalidError
+		var inv *apierr.Error
 		if err := r.Validate(); !errors.As(err, &inv) || inv.Param == "" {
 			t.Errorf("%+v: %v, want an error naming the field", r, err)
 		}

@@ -3,6 +3,8 @@ package limits
 import (
 	"context"
 	"fmt"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 )
 
 // Scopes a rule applies to.
@@ -44,14 +46,14 @@ func (r Rule) Validate() error {
 	switch r.Scope {
 	case ScopeKey, ScopeTeam, ScopeModel:
 	default:
-		return &InvalidError{Param: "scope", Message: fmt.Sprintf("scope must be key, team or model, not %q", r.Scope)}
+		return apierr.Invalid("scope", fmt.Sprintf("scope must be key, team or model, not %q", r.Scope))
 	}
 	if r.Subject == "" || len(r.Subject) > 256 {
-		return &InvalidError{Param: "subject", Message: "subject (the key id, team id or model id) must be 1 to 256 characters"}
+		return apierr.Invalid("subject", "subject (the key id, team id or model id) must be 1 to 256 characters")
 	}
 	for _, d := range r.dims() {
 		if d.v < 0 {
-			return &InvalidError{Param: d.name, Message: d.name + " must be zero (no limit) or positive"}
+			return apierr.Invalid(d.name, d.name+" must be zero (no limit) or positive")
 		}
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/refresh"
 )
 
@@ -123,7 +124,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	for i, r := range cfg.Rules {
 		if err := r.Validate(); err != nil {
-			var inv *InvalidError
+			var inv *apierr.Error
 			errors.As(err, &inv)
 			return nil, fmt.Errorf("limits[%d].%s: %s", i, inv.Param, inv.Message)
 		}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/llamacpp"
 )
@@ -84,11 +85,11 @@ func (e *Embedder) Embed(inputs []string) (inference.EmbeddingResponse, error) {
 			return inference.EmbeddingResponse{}, err
 		}
 		if len(t) == 0 {
-			return inference.EmbeddingResponse{}, &inference.InvalidError{Param: "input", Message: fmt.Sprintf("input[%d] is empty", i)}
+			return inference.EmbeddingResponse{}, apierr.Invalid("input", fmt.Sprintf("input[%d] is empty", i))
 		}
 		if len(t) > e.maxLen {
-			return inference.EmbeddingResponse{}, &inference.InvalidError{Param: "input", Message: fmt.Sprintf(
-				"input[%d] has %d tokens; this model's maximum is %d", i, len(t), e.maxLen)}
+			return inference.EmbeddingResponse{}, apierr.Invalid("input", fmt.Sprintf(
+				"input[%d] has %d tokens; this model's maximum is %d", i, len(t), e.maxLen))
 		}
 		toks[i] = t
 		total += len(t)

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/llamacpp"
 )
@@ -246,15 +247,15 @@ var ErrQueueFull = errors.New("runner queue full")
 // returned queue until an event with Done or Error.
 func (e *Engine) Submit(ctx context.Context, req inference.CompletionRequest, prompt []llamacpp.Token) (*eventQueue, error) {
 	if len(prompt) == 0 {
-		return nil, &inference.InvalidError{Param: "prompt", Message: "the prompt is empty after tokenization"}
+		return nil, apierr.Invalid("prompt", "the prompt is empty after tokenization")
 	}
 	if len(prompt) >= e.nCtxSeq {
-		return nil, &inference.InvalidError{Param: "messages", Message: fmt.Sprintf(
-			"the prompt has %d tokens but the model's context per request is %d tokens", len(prompt), e.nCtxSeq)}
+		return nil, apierr.Invalid("messages", fmt.Sprintf(
+			"the prompt has %d tokens but the model's context per request is %d tokens", len(prompt), e.nCtxSeq))
 	}
 	if req.MaxInputTokens > 0 && len(prompt) > req.MaxInputTokens {
-		return nil, &inference.InvalidError{Param: "messages", Message: fmt.Sprintf(
-			"the prompt has %d tokens but this model accepts at most %d input tokens", len(prompt), req.MaxInputTokens)}
+		return nil, apierr.Invalid("messages", fmt.Sprintf(
+			"the prompt has %d tokens but this model accepts at most %d input tokens", len(prompt), req.MaxInputTokens))
 	}
 	sp := llamacpp.SamplerParams{
 		Temperature:      req.Temperature,
@@ -284,14 +285,14 @@ func (e *Engine) Submit(ctx context.Context, req inference.CompletionRequest, pr
 		nv := e.model.NVocab()
 		for t, b := range req.LogitBias {
 			if t < 0 || int(t) >= nv {
-				return nil, &inference.InvalidError{Param: "logit_bias", Message: fmt.Sprintf("logit_bias token %d is outside the vocabulary (0..%d)", t, nv-1)}
+				return nil, apierr.Invalid("logit_bias", fmt.Sprintf("logit_bias token %d is outside the vocabulary (0..%d)", t, nv-1))
 			}
 			sp.LogitBias[t] = b
 		}
 	}
 	smp, err := llamacpp.NewSampler(e.model, sp)
 	if err != nil {
-		return nil, &inference.InvalidError{Param: "response_format", Message: "the grammar could not be parsed: " + err.Error()}
+		return nil, apierr.Invalid("response_format", "the grammar could not be parsed: "+err.Error())
 	}
 	if req.GrammarPrefill != "" {
 		toks, err := e.model.Tokenize(req.GrammarPrefill, false, true)
@@ -303,7 +304,7 @@ func (e *Engine) Submit(ctx context.Context, req inference.CompletionRequest, pr
 		}
 		if err != nil {
 			smp.Free()
-			return nil, &inference.InvalidError{Param: "tools", Message: "the tool-call grammar does not fit this model's chat template: " + err.Error()}
+			return nil, apierr.Invalid("tools", "the tool-call grammar does not fit this model's chat template: "+err.Error())
 		}
 	}
 	j := &job{ctx: ctx, prompt: prompt, req: req, sampler: smp, out: newEventQueue(), enqueued: time.Now()}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/llamacpp"
 	"github.com/sovereign-ai/sovereign/internal/runnerproto"
@@ -249,14 +250,14 @@ func (s *Server) rerankMethod() string {
 // validateRerank checks a rerank request's inputs.
 func validateRerank(req inference.RerankRequest) error {
 	if strings.TrimSpace(req.Query) == "" {
-		return &inference.InvalidError{Param: "query", Message: "'query' must be a non-empty string"}
+		return apierr.Invalid("query", "'query' must be a non-empty string")
 	}
 	if len(req.Documents) == 0 {
-		return &inference.InvalidError{Param: "documents", Message: "'documents' must hold at least one document"}
+		return apierr.Invalid("documents", "'documents' must hold at least one document")
 	}
 	for i, d := range req.Documents {
 		if strings.TrimSpace(d) == "" {
-			return &inference.InvalidError{Param: fmt.Sprintf("documents[%d]", i), Message: "a document must not be empty"}
+			return apierr.Invalid(fmt.Sprintf("documents[%d]", i), "a document must not be empty")
 		}
 	}
 	return nil
@@ -320,7 +321,7 @@ func (s *Server) chatRerankPrompts(query string, docs []string) ([][]llamacpp.To
 	}{{a, true, true}, {qsp + query, false, false}, {b, false, true}} {
 		t, err := s.model.Tokenize(part.text, part.special, part.parsed)
 		if err != nil {
-			return nil, 0, &inference.InvalidError{Param: "query", Message: err.Error()}
+			return nil, 0, apierr.Invalid("query", err.Error())
 		}
 		prefix = append(prefix, t...)
 	}
@@ -338,16 +339,16 @@ func (s *Server) chatRerankPrompts(query string, docs []string) ([][]llamacpp.To
 func (s *Server) documentPrompts(prefix, suffix []llamacpp.Token, space string, docs []string) ([][]llamacpp.Token, int, error) {
 	room := s.engine.CtxPerSlot() - 1 - len(prefix) - len(suffix)
 	if room < 1 {
-		return nil, 0, &inference.InvalidError{Param: "query", Message: fmt.Sprintf(
+		return nil, 0, apierr.Invalid("query", fmt.Sprintf(
 			"the query is too long: with the rerank prompt it takes %d tokens and this model's context per request is %d tokens",
-			len(prefix)+len(suffix)+1, s.engine.CtxPerSlot())}
+			len(prefix)+len(suffix)+1, s.engine.CtxPerSlot()))
 	}
 	out := make([][]llamacpp.Token, len(docs))
 	total := 0
 	for i, d := range docs {
 		dt, err := s.model.Tokenize(space+d, false, false)
 		if err != nil {
-			return nil, 0, &inference.InvalidError{Param: fmt.Sprintf("documents[%d]", i), Message: err.Error()}
+			return nil, 0, apierr.Invalid(fmt.Sprintf("documents[%d]", i), err.Error())
 		}
 		if len(dt) > room {
 			dt = dt[:room]
@@ -363,7 +364,7 @@ func (s *Server) documentPrompts(prefix, suffix []llamacpp.Token, space string, 
 // Rerank scores each document against query with the cross-encoder's rank
 // pooling and returns sigmoid(score) per document, in input order. A
 // document that does not fit the model's context with the query is cut;
-// a query that leaves no room is an InvalidError.
+// a query that leaves no room is an invalid request (apierr.Invalid).
 func (e *Embedder) Rerank(query string, docs []string) (inference.RerankResponse, error) {
 	m := e.model
 	pairs := make([][]llamacpp.Token, len(docs))
@@ -375,11 +376,11 @@ func (e *Embedder) Rerank(query string, docs []string) (inference.RerankResponse
 			p := strings.ReplaceAll(strings.ReplaceAll(tmpl, "{query}", query), "{document}", d)
 			t, err := m.Tokenize(p, false, true)
 			if err != nil {
-				return inference.RerankResponse{}, &inference.InvalidError{Param: fmt.Sprintf("documents[%d]", i), Message: err.Error()}
+				return inference.RerankResponse{}, apierr.Invalid(fmt.Sprintf("documents[%d]", i), err.Error())
 			}
 			if len(t) > e.maxLen {
-				return inference.RerankResponse{}, &inference.InvalidError{Param: fmt.Sprintf("documents[%d]", i), Message: fmt.Sprintf(
-					"the query and document take %d tokens; this model's maximum is %d", len(t), e.maxLen)}
+				return inference.RerankResponse{}, apierr.Invalid(fmt.Sprintf("documents[%d]", i), fmt.Sprintf(
+					"the query and document take %d tokens; this model's maximum is %d", len(t), e.maxLen))
 			}
 			pairs[i] = t
 			total += len(t)
@@ -391,7 +392,7 @@ func (e *Embedder) Rerank(query string, docs []string) (inference.RerankResponse
 		}
 		q, err := m.Tokenize(query, false, false)
 		if err != nil {
-			return inference.RerankResponse{}, &inference.InvalidError{Param: "query", Message: err.Error()}
+			return inference.RerankResponse{}, apierr.Invalid("query", err.Error())
 		}
 		var head, mid, tail []llamacpp.Token
 		if m.AddBOS() {
@@ -406,13 +407,13 @@ func (e *Embedder) Rerank(query string, docs []string) (inference.RerankResponse
 		}
 		room := e.maxLen - len(head) - len(q) - len(mid) - len(tail)
 		if room < 1 {
-			return inference.RerankResponse{}, &inference.InvalidError{Param: "query", Message: fmt.Sprintf(
-				"the query has %d tokens; this model's maximum for a query and a document is %d", len(q), e.maxLen)}
+			return inference.RerankResponse{}, apierr.Invalid("query", fmt.Sprintf(
+				"the query has %d tokens; this model's maximum for a query and a document is %d", len(q), e.maxLen))
 		}
 		for i, d := range docs {
 			dt, err := m.Tokenize(d, false, false)
 			if err != nil {
-				return inference.RerankResponse{}, &inference.InvalidError{Param: fmt.Sprintf("documents[%d]", i), Message: err.Error()}
+				return inference.RerankResponse{}, apierr.Invalid(fmt.Sprintf("documents[%d]", i), err.Error())
 			}
 			if len(dt) > room {
 				dt = dt[:room]
@@ -468,7 +469,7 @@ func (s *Server) likelihoodPrompts(query string, docs []string) ([][]llamacpp.To
 	}
 	q, err := s.model.Tokenize(" "+query, false, false)
 	if err != nil {
-		return nil, nil, 0, &inference.InvalidError{Param: "query", Message: err.Error()}
+		return nil, nil, 0, apierr.Invalid("query", err.Error())
 	}
 	prompts, total, err := s.documentPrompts(head, append(mid, q...), " ", docs)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/llamacpp"
 	"github.com/sovereign-ai/sovereign/internal/runnerproto"
@@ -194,7 +195,7 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 
 func decode(r *http.Request, v any) error {
 	if err := json.NewDecoder(r.Body).Decode(v); err != nil {
-		return &inference.InvalidError{Message: "invalid JSON body: " + err.Error()}
+		return apierr.Invalid("", "invalid JSON body: "+err.Error())
 	}
 	return nil
 }
@@ -264,7 +265,7 @@ func (s *Server) promptTokens(req *inference.CompletionRequest) ([]llamacpp.Toke
 		nv := int32(s.model.NVocab())
 		for _, t := range req.Tokens {
 			if t < 0 || t >= nv {
-				return nil, nil, &inference.InvalidError{Param: "prompt", Message: fmt.Sprintf("token %d is outside the vocabulary (0..%d)", t, nv-1)}
+				return nil, nil, apierr.Invalid("prompt", fmt.Sprintf("token %d is outside the vocabulary (0..%d)", t, nv-1))
 			}
 		}
 		if req.Suffix != "" {
@@ -290,7 +291,7 @@ func (s *Server) promptTokens(req *inference.CompletionRequest) ([]llamacpp.Toke
 		}
 		if f.grammar != "" {
 			if req.Grammar != "" {
-				return nil, nil, &inference.InvalidError{Param: "tools", Message: "tools cannot be combined with a JSON response_format on this model"}
+				return nil, nil, apierr.Invalid("tools", "tools cannot be combined with a JSON response_format on this model")
 			}
 			req.Grammar, req.GrammarTriggers, req.GrammarPrefill = f.grammar, f.triggers, f.prefill
 		}
@@ -317,7 +318,7 @@ func (s *Server) promptTokens(req *inference.CompletionRequest) ([]llamacpp.Toke
 func (s *Server) fimPrompt(prefix []llamacpp.Token, suffix string) ([]llamacpp.Token, error) {
 	pre, suf, mid, ok := s.model.FIM()
 	if !ok {
-		return nil, &inference.InvalidError{Param: "suffix", Message: "this model cannot fill in the middle: its vocabulary has no FIM tokens (fim_pre, fim_suf, fim_mid); send the prompt without 'suffix', or use a code model that has them (such as Qwen2.5-Coder)"}
+		return nil, apierr.Invalid("suffix", "this model cannot fill in the middle: its vocabulary has no FIM tokens (fim_pre, fim_suf, fim_mid); send the prompt without 'suffix', or use a code model that has them (such as Qwen2.5-Coder)")
 	}
 	sufToks, err := s.model.Tokenize(suffix, false, false)
 	if err != nil {
@@ -416,7 +417,7 @@ func (s *Server) rerank(w http.ResponseWriter, r *http.Request) {
 	case method == runnerproto.RerankChatLogits && own == runnerproto.RerankQueryLikelihood && len(s.yes) > 0 && len(s.no) > 0:
 		resp, err = s.chatRerank(r.Context(), req)
 	default:
-		err = &inference.InvalidError{Param: "method", Message: fmt.Sprintf("this model reranks by %s; it cannot use %q", own, method)}
+		err = apierr.Invalid("method", fmt.Sprintf("this model reranks by %s; it cannot use %q", own, method))
 	}
 	if err != nil {
 		if r.Context().Err() != nil {
@@ -436,7 +437,7 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 	}
 	toks, err := s.model.Tokenize(req.Content, req.AddSpecial, req.ParseSpecial)
 	if err != nil {
-		fail(w, &inference.InvalidError{Param: "input", Message: err.Error()})
+		fail(w, apierr.Invalid("input", err.Error()))
 		return
 	}
 	if toks == nil {
@@ -453,7 +454,7 @@ func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) {
 	}
 	text, err := s.model.Detokenize(req.Tokens, false, false)
 	if err != nil {
-		fail(w, &inference.InvalidError{Param: "tokens", Message: err.Error()})
+		fail(w, apierr.Invalid("tokens", err.Error()))
 		return
 	}
 	writeJSON(w, http.StatusOK, inference.DetokenizeResponse{Content: text})
@@ -474,14 +475,14 @@ func (s *Server) applyTemplate(w http.ResponseWriter, r *http.Request) {
 }
 
 func fail(w http.ResponseWriter, err error) {
-	var inv *inference.InvalidError
+	var inv *apierr.Error
 	switch {
-	case errors.As(err, &inv):
+	case errors.Is(err, inference.ErrUnsupported):
+		writeErr(w, http.StatusBadRequest, runnerproto.Error{Code: runnerproto.CodeUnsupported, Message: err.Error()})
+	case errors.As(err, &inv) && inv.Code == apierr.InvalidRequest:
 		writeErr(w, http.StatusBadRequest, runnerproto.Error{Code: runnerproto.CodeInvalid, Message: inv.Message, Param: inv.Param})
 	case errors.Is(err, ErrQueueFull):
 		writeErr(w, http.StatusServiceUnavailable, runnerproto.Error{Code: runnerproto.CodeOverloaded, Message: err.Error()})
-	case errors.Is(err, inference.ErrUnsupported):
-		writeErr(w, http.StatusBadRequest, runnerproto.Error{Code: runnerproto.CodeUnsupported, Message: err.Error()})
 	default:
 		writeErr(w, http.StatusInternalServerError, runnerproto.Error{Code: runnerproto.CodeInternal, Message: err.Error()})
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/grammar"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/llamacpp"
@@ -129,7 +130,7 @@ func (s *Server) formatChat(req *inference.CompletionRequest) (formatted, error)
 		}
 		f = formatted{text: p.Prompt, stops: p.AdditionalStops}
 	} else if s.template != "" {
-		return formatted{}, &inference.InvalidError{Param: "messages", Message: fmt.Sprintf("this model's chat template cannot be loaded (%v); send a raw prompt to /v1/completions instead", s.chatErr)}
+		return formatted{}, apierr.Invalid("messages", fmt.Sprintf("this model's chat template cannot be loaded (%v); send a raw prompt to /v1/completions instead", s.chatErr))
 	} else {
 		f = formatted{text: transcript(msgs), stops: transcriptStops, trimLeft: true}
 	}
@@ -161,7 +162,7 @@ func (s *Server) apply(msgs []inference.Message, tools []inference.Tool, choice 
 	p, err := s.chat.Apply(req)
 	var te *llamacpp.TemplateError
 	if errors.As(err, &te) {
-		return nil, &inference.InvalidError{Param: "messages", Message: "this model's chat template refused the messages: " + te.Msg}
+		return nil, apierr.Invalid("messages", "this model's chat template refused the messages: "+te.Msg)
 	}
 	return p, err
 }
@@ -326,7 +327,7 @@ func envelopeGrammar(tools []inference.Tool, parallel bool) (string, error) {
 	for i, t := range tools {
 		var params any
 		if err := json.Unmarshal(t.Parameters, &params); err != nil {
-			return "", &inference.InvalidError{Param: "tools", Message: fmt.Sprintf("tool %q: parameters: %v", t.Name, err)}
+			return "", apierr.Invalid("tools", fmt.Sprintf("tool %q: parameters: %v", t.Name, err))
 		}
 		base := fmt.Sprintf("#/properties/tool_calls/items/anyOf/%d/properties/arguments", i)
 		alts = append(alts, map[string]any{
@@ -348,7 +349,7 @@ func envelopeGrammar(tools []inference.Tool, parallel bool) (string, error) {
 	}
 	g, err := grammar.FromJSONSchema(b)
 	if err != nil {
-		return "", &inference.InvalidError{Param: "tools", Message: "the tools' parameters cannot be turned into a grammar: " + err.Error()}
+		return "", apierr.Invalid("tools", "the tools' parameters cannot be turned into a grammar: "+err.Error())
 	}
 	return g, nil
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 )
 
@@ -162,8 +163,8 @@ func (b *Backend) checkPrompt(ctx context.Context, prompt string, max int) error
 		return nil
 	}
 	if n := b.count(ctx, prompt); n > max {
-		return &inference.InvalidError{Param: "messages", Message: fmt.Sprintf(
-			"the prompt has %d tokens but this model accepts at most %d input tokens", n, max)}
+		return apierr.Invalid("messages", fmt.Sprintf(
+			"the prompt has %d tokens but this model accepts at most %d input tokens", n, max))
 	}
 	return nil
 }
@@ -220,7 +221,7 @@ func (b *Backend) statusError(resp *http.Response) error {
 		return &inference.UpstreamError{Model: b.cfg.Model, Kind: inference.UpstreamTimeout, Status: code,
 			Message: fmt.Sprintf("model %q: the upstream timed out: %s", b.cfg.Model, msg)}
 	case code >= 400 && code < 500:
-		return &inference.InvalidError{Param: param, Message: msg}
+		return apierr.Invalid(param, msg)
 	}
 	return &inference.UpstreamError{Model: b.cfg.Model, Kind: inference.UpstreamBadResponse, Status: resp.StatusCode,
 		Message: fmt.Sprintf("model %q: the upstream failed (HTTP %d): %s", b.cfg.Model, resp.StatusCode, msg)}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/rawjson"
 )
@@ -24,7 +25,7 @@ func (b *Backend) Relay(ctx context.Context, req inference.RelayRequest) (infere
 	model, _ := json.Marshal(b.cfg.UpstreamModel)
 	body, err := rawjson.SetValid(req.Body, "model", model)
 	if err != nil {
-		return nil, &inference.InvalidError{Message: "the request body must be a JSON object"}
+		return nil, apierr.Invalid("", "the request body must be a JSON object")
 	}
 	if err := b.checkPrompt(ctx, req.Prompt, req.MaxInputTokens); err != nil {
 		return nil, err
