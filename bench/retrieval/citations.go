@@ -21,8 +21,8 @@ type answerStore struct {
 	links int
 }
 
-func (s *answerStore) GetCollection(ctx context.Context, id string) (sources.Collection, error) {
-	if id != s.col.ID {
+func (s *answerStore) Collection(ctx context.Context, teamID, id string) (sources.Collection, error) {
+	if id != s.col.ID || teamID != s.col.TeamID {
 		return sources.Collection{}, sources.ErrNotFound
 	}
 	return s.col, nil

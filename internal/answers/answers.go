@@ -41,7 +41,7 @@ const (
 
 // Store is what answering needs of the sources service.
 type Store interface {
-	GetCollection(ctx context.Context, id string) (sources.Collection, error)
+	Collection(ctx context.Context, teamID, id string) (sources.Collection, error)
 	ListCollections(ctx context.Context, teamID string) ([]sources.Collection, error)
 	Search(ctx context.Context, cols []sources.Collection, query string, o sources.SearchOptions) ([]sources.Hit, error)
 	RecordLinks(ctx context.Context, links []sources.SourceLink) error
@@ -363,9 +363,6 @@ func Question(msgs []inference.Message) string {
 	return ""
 }
 
-// ChunkRef is the id a chunk is cited by.
-func ChunkRef(id int64) string { return "chunk_" + strconv.FormatInt(id, 10) }
-
 // found is a source gathered for an answer: a retrieved chunk, with its
 // vector score and its collection's embedding model, or an inline
 // document.
@@ -398,10 +395,7 @@ func (s *Service) gather(ctx context.Context, req Request) ([]sources.Collection
 			continue
 		}
 		seen[id] = true
-		c, err := s.Store.GetCollection(ctx, id)
-		if err == nil && c.TeamID != req.TeamID {
-			err = sources.ErrNotFound
-		}
+		c, err := s.Store.Collection(ctx, req.TeamID, id)
 		if err != nil {
 			if errors.Is(err, sources.ErrNotFound) {
 				return nil, nil, &apierr.Error{Code: apierr.NotFound, Param: fmt.Sprintf("%s.collections[%d]", p, i), Message: fmt.Sprintf("no collection %q", id), Err: err}
@@ -471,7 +465,7 @@ func (s *Service) searchOptions(req Request) sources.SearchOptions {
 
 // hitSource is a retrieved chunk as a source.
 func hitSource(h sources.Hit) citation.Source {
-	ref := ChunkRef(h.Chunk.ID)
+	ref := sources.ChunkRef(h.Chunk.ID)
 	return citation.Source{ID: ref, CollectionID: h.Chunk.CollectionID, DocumentID: h.Chunk.DocumentID, ChunkID: ref,
 		Title: h.Document.Title, URL: h.Document.URL, Text: h.Chunk.Text}
 }

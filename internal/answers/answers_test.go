@@ -18,9 +18,9 @@ type fakeStore struct {
 	links  []sources.SourceLink
 }
 
-func (f *fakeStore) GetCollection(_ context.Context, id string) (sources.Collection, error) {
+func (f *fakeStore) Collection(_ context.Context, team, id string) (sources.Collection, error) {
 	for _, c := range f.cols {
-		if c.ID == id {
+		if c.ID == id && c.TeamID == team {
 			return c, nil
 		}
 	}

@@ -482,7 +482,7 @@ func (s *Service) hop(ctx context.Context, req Request, f form, cols []sources.C
 		if len(srcs) == hopSources {
 			break
 		}
-		if ref := ChunkRef(h.Chunk.ID); ref != b.src.ID {
+		if ref := sources.ChunkRef(h.Chunk.ID); ref != b.src.ID {
 			srcs = append(srcs, hitSource(h))
 		}
 	}

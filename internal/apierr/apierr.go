@@ -98,18 +98,13 @@ type Error struct {
 	// policy_violation, so that clients need not parse the message.
 	Policy, Rule string
 	Err          error
-	// kind marks a Kind sentinel.
+	// kind marks a Kind sentinel (see From).
 	kind bool
 }
 
-// Error returns the code and the message; a Kind sentinel's is the
-// message alone, as errors.New's would be, for the text that wraps it.
-func (e *Error) Error() string {
-	if e.kind {
-		return e.Message
-	}
-	return string(e.Code) + ": " + e.Message
-}
+// Error returns the message, as the client reads it (the code is the
+// envelope's, and logs carry it beside the error).
+func (e *Error) Error() string { return e.Message }
 
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
@@ -187,6 +182,18 @@ func Errorf(code Code, format string, args ...any) *Error {
 // holds.
 func Wrapf(sentinel *Error, format string, args ...any) *Error {
 	return &Error{Code: sentinel.Code, Param: sentinel.Param, RetryAfter: sentinel.RetryAfter, Message: fmt.Sprintf(format, args...), Err: sentinel}
+}
+
+// WithParam returns err's API error (From) naming param p instead, as a
+// copy that wraps err: the error err is or wraps may be a sentinel every
+// call shares, so it is never changed in place.
+func WithParam(err error, p string) *Error {
+	c := *From(err)
+	c.Param, c.kind = p, false
+	if c.Err == nil {
+		c.Err = err
+	}
+	return &c
 }
 
 // CodeOf returns the code From gives err.

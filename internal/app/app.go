@@ -230,9 +230,10 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 	// One generation service governs every model call: the API's, and
 	// the workflow steps' that call it with typed requests.
 	a.Gen = &generate.Service{Models: a.Catalog, Policies: a.Policies, Limits: a.Limits, Capture: capture, Metrics: a.Metrics, Records: a.Records, Keys: a.Keys}
+	ans := &answers.Service{Store: srcs, Embed: a.Catalog, EmbeddingModel: DefaultEmbeddingModel, AbstainText: cfg.AbstainText}
 	a.API = &httpapi.Server{
 		Gen: a.Gen, Models: a.Catalog, Auth: a.Keys, Keys: a.Keys, Metrics: a.Metrics, Log: log, MaxBody: cfg.MaxBodyBytes,
-		Sources: srcs, Answers: &answers.Service{Store: srcs, Embed: a.Catalog, EmbeddingModel: DefaultEmbeddingModel, AbstainText: cfg.AbstainText}, Extract: Extractor(exeOf(ec), extract.Budget{Time: cfg.ExtractTimeout, Memory: cfg.ExtractMemory}),
+		Sources: srcs, Answers: ans, Extract: Extractor(exeOf(ec), extract.Budget{Time: cfg.ExtractTimeout, Memory: cfg.ExtractMemory}),
 		DefaultEmbeddingModel: DefaultEmbeddingModel, DefaultRerankModel: a.RerankModel,
 		Responses: a.DB, Records: a.Records, RecordStore: a.DB, Limits: a.Limits, Policies: a.Policies, Capture: capture,
 		Events: a.Bus, Stop: a.shuttingDown,
@@ -245,7 +246,8 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 			return a.DB.Ping(ctx)
 		},
 	}
-	a.Workflows = &workflow.Service{Store: a.DB, Caller: caller{a.API}, Chatter: chatter{a.Gen}, Events: a.Bus, Log: log}
+	steps := stepCalls{gen: a.Gen, sources: srcs, answers: ans}
+	a.Workflows = &workflow.Service{Store: a.DB, Searcher: steps, Chatter: steps, Reranker: steps, Answerer: steps, Events: a.Bus, Log: log}
 	if a.Workflows.Fetcher, err = newFetcher(cfg); err != nil {
 		return nil, err
 	}

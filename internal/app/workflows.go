@@ -2,42 +2,64 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"strings"
 
+	"github.com/sovereign-ai/sovereign/internal/answers"
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/config"
 	"github.com/sovereign-ai/sovereign/internal/generate"
-	"github.com/sovereign-ai/sovereign/internal/httpapi"
 	"github.com/sovereign-ai/sovereign/internal/inference"
+	"github.com/sovereign-ai/sovereign/internal/openai"
 	"github.com/sovereign-ai/sovereign/internal/outbound"
+	"github.com/sovereign-ai/sovereign/internal/sources"
 	"github.com/sovereign-ai/sovereign/internal/workflow"
 )
 
-// caller makes workflow steps' API calls in-process through the API
-// (httpapi.Server.Invoke): limits, policies and the request log apply.
-type caller struct{ api *httpapi.Server }
-
-func (c caller) Call(ctx context.Context, keyID, method, path string, body any) (int, []byte, error) {
-	b, err := json.Marshal(body)
-	if err != nil {
-		return 0, nil, err
-	}
-	v, err := c.api.Invoke(ctx, keyID, method, path, b)
-	if err != nil {
-		return 0, nil, err
-	}
-	return v.Status, v.Body, nil
+// stepCalls runs workflow steps' model and search calls through the
+// generation and sources services as the run's key, with typed requests:
+// governed and recorded like the same call over HTTP (its route, the
+// run's key, the run as the end user), without encoding a request or
+// decoding an answer.
+type stepCalls struct {
+	gen     *generate.Service
+	sources *sources.Service
+	answers *answers.Service
 }
 
-// chatter runs workflow chat steps through the generation service as the
-// run's key, with typed requests: governed and recorded like the same
-// call over HTTP (route POST /v1/chat/completions), without encoding the
-// request or decoding the answer.
-type chatter struct{ gen *generate.Service }
+// Search runs a retrieve step's search of one collection, recorded as
+// POST /v1/collections/{id}/search.
+func (c stepCalls) Search(ctx context.Context, keyID, user, collectionID, query string, topK int, mode string) ([]sources.Result, error) {
+	call, err := c.gen.As(ctx, keyID, "POST /v1/collections/{id}/search", auth.ScopeInference)
+	var out []sources.Result
+	if err == nil {
+		call.SetUser(user)
+		out, err = c.search(ctx, call, collectionID, query, topK, mode)
+	}
+	c.gen.Finish(ctx, call, err)
+	return out, err
+}
 
-func (c chatter) Chat(ctx context.Context, keyID, user, model string, req inference.CompletionRequest) (workflow.ChatAnswer, error) {
+func (c stepCalls) search(ctx context.Context, call *generate.Call, collectionID, query string, topK int, mode string) ([]sources.Result, error) {
+	key, _ := call.Key()
+	col, err := c.sources.Collection(ctx, key.TeamID, collectionID)
+	if err != nil {
+		return nil, err
+	}
+	hits, err := c.sources.Search(ctx, []sources.Collection{col}, query, sources.SearchOptions{TopK: topK, Mode: mode})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]sources.Result, len(hits))
+	for i, h := range hits {
+		out[i] = h.Result()
+	}
+	return out, nil
+}
+
+// Chat runs a chat step, recorded as POST /v1/chat/completions.
+func (c stepCalls) Chat(ctx context.Context, keyID, user, model string, req inference.CompletionRequest) (workflow.ChatAnswer, error) {
 	call, err := c.gen.As(ctx, keyID, "POST /v1/chat/completions", auth.ScopeInference)
 	var ans generate.Answer
 	if err == nil {
@@ -50,6 +72,96 @@ func (c chatter) Chat(ctx context.Context, keyID, user, model string, req infere
 	}
 	return workflow.ChatAnswer{Model: ans.Model, Text: ans.Text, FinishReason: ans.FinishReason,
 		PromptTokens: ans.Usage.PromptTokens, CompletionTokens: ans.Usage.CompletionTokens}, nil
+}
+
+// Rerank runs a workflow rerank step through the generation service as
+// the run's key, recorded as POST /v1/rerank.
+func (c stepCalls) Rerank(ctx context.Context, keyID, user, model, query string, docs []string, topN int) ([]workflow.Ranked, error) {
+	call, err := c.gen.As(ctx, keyID, "POST /v1/rerank", auth.ScopeInference)
+	var out []workflow.Ranked
+	if err == nil {
+		call.SetUser(user)
+		out, err = c.rerank(ctx, call, model, query, docs, topN)
+	}
+	c.gen.Finish(ctx, call, err)
+	return out, err
+}
+
+func (c stepCalls) rerank(ctx context.Context, call *generate.Call, model, query string, docs []string, topN int) ([]workflow.Ranked, error) {
+	if model == "" {
+		return nil, apierr.Invalid("model", "'model' is required")
+	}
+	m, err := c.gen.Resolve(ctx, call, model, "rerank")
+	if err != nil {
+		return nil, err
+	}
+	ranked, _, err := c.gen.Rerank(ctx, call, m, query, docs, topN)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]workflow.Ranked, len(ranked.Results))
+	for i, x := range ranked.Results {
+		out[i] = workflow.Ranked{Index: x.Index, RelevanceScore: x.RelevanceScore, Document: workflow.RankedText{Text: ranked.Documents[x.Index]}}
+	}
+	return out, nil
+}
+
+// AnswerWithSources runs a workflow answer_with_sources step through the
+// generation service as the run's key, recorded as POST /v1/completions:
+// the question is admitted (input policies, limits), answered from the
+// team's collections with citations (the answers service), governed by
+// the output policies, and its citations are stored as source links.
+func (c stepCalls) AnswerWithSources(ctx context.Context, keyID, user, model, question string, collections []string, maxTokens int) (workflow.Cited, error) {
+	call, err := c.gen.As(ctx, keyID, "POST /v1/completions", auth.ScopeInference)
+	var out workflow.Cited
+	if err == nil {
+		call.SetUser(user)
+		out, err = c.answer(ctx, call, model, question, collections, maxTokens)
+	}
+	c.gen.Finish(ctx, call, err)
+	return out, err
+}
+
+func (c stepCalls) answer(ctx context.Context, call *generate.Call, model, question string, collections []string, maxTokens int) (workflow.Cited, error) {
+	m, err := c.gen.Resolve(ctx, call, model, "chat")
+	if err != nil {
+		return workflow.Cited{}, err
+	}
+	// As POST /v1/completions reads the same request: OpenAI's default
+	// temperature, the model's output limit unless the step sets one.
+	req := inference.CompletionRequest{Messages: []inference.Message{{Role: "user", Content: question}}, MaxTokens: maxTokens}
+	req.Temperature = 1
+	if err := generate.Fit(m, &req); err != nil {
+		return workflow.Cited{}, err
+	}
+	redact, _, err := c.gen.Admit(ctx, call, m, generate.Gate{Text: generate.MessagesText(req.Messages), MaxTokens: req.MaxTokens, Output: true})
+	if err != nil {
+		return workflow.Cited{}, err
+	}
+	req.Messages = generate.RedactMessages(req.Messages, redact)
+	key, _ := call.Key()
+	ans, err := c.answers.Prepare(ctx, answers.Request{TeamID: key.TeamID, KeyID: key.ID, Chat: req, Cite: true, Family: m.Family,
+		Grounded: true, Param: "sources", Collections: collections, Search: sources.SearchOptions{TopK: answers.DefaultTopK}})
+	if err != nil {
+		return workflow.Cited{}, err
+	}
+	req = ans.Chat
+	req.Model, req.Stream = m.ID, false
+	g, err := c.gen.Answer(ctx, call, m, ans, req)
+	if err != nil {
+		return workflow.Cited{}, err
+	}
+	defer g.Close()
+	whole, err := generate.Whole(g, m.ID)
+	if err != nil {
+		return workflow.Cited{}, err
+	}
+	cits, unsupported, err := ans.Finish(ctx, openai.NewID("chatcmpl-"), m.ID)
+	if err != nil {
+		return workflow.Cited{}, err
+	}
+	g.RedactCitations(cits, unsupported)
+	return workflow.Cited{Text: whole.Text, Citations: cits}, nil
 }
 
 // fetcher makes http steps' outbound calls through internal/outbound:

@@ -9,7 +9,26 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 )
+
+// invalidParam returns the parameter a 400 names ("" for any other error).
+func invalidParam(err error) string {
+	var ae *apierr.Error
+	if !errors.As(err, &ae) || ae.Code != apierr.InvalidRequest {
+		return ""
+	}
+	return ae.Param
+}
+
+// wantAPI checks that err answers a client with status and message.
+func wantAPI(t *testing.T, what string, err error, status int, message string) {
+	t.Helper()
+	if e := apierr.From(err); e.Status() != status || e.Message != message {
+		t.Errorf("%s: %d %q, want %d %q", what, e.Status(), e.Message, status, message)
+	}
+}
 
 var t0 = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 
@@ -111,9 +130,8 @@ func TestScopes(t *testing.T) {
 	}
 	for _, bad := range []string{"", " , ", "inference,models:delete", "Admin"} {
 		_, err := ParseScopes(bad)
-		var ip *InvalidParamError
-		if !errors.As(err, &ip) || ip.Param != "scopes" {
-			t.Errorf("ParseScopes(%q) err = %v, want InvalidParamError on scopes", bad, err)
+		if invalidParam(err) != "scopes" {
+			t.Errorf("ParseScopes(%q) err = %v, want a 400 naming scopes", bad, err)
 		}
 	}
 	for _, s := range ValidScopes {
@@ -166,12 +184,13 @@ func TestCreateTeam(t *testing.T) {
 	if f.team.Name != "research" || !strings.HasPrefix(f.team.ID, "team_") || !f.team.CreatedAt.Equal(t0) {
 		t.Errorf("team = %+v", f.team)
 	}
-	if _, err := f.svc.CreateTeam(ctx, " research "); !errors.Is(err, ErrConflict) {
+	_, err := f.svc.CreateTeam(ctx, " research ")
+	if !errors.Is(err, ErrConflict) {
 		t.Errorf("duplicate name: %v, want ErrConflict", err)
 	}
+	wantAPI(t, "duplicate name", err, 409, `a team named "research" already exists`)
 	for _, bad := range []string{"", "   ", strings.Repeat("x", 101)} {
-		var ip *InvalidParamError
-		if _, err := f.svc.CreateTeam(ctx, bad); !errors.As(err, &ip) || ip.Param != "name" {
+		if _, err := f.svc.CreateTeam(ctx, bad); invalidParam(err) != "name" {
 			t.Errorf("CreateTeam(%q) err = %v", bad, err)
 		}
 	}
@@ -227,8 +246,7 @@ func TestCreateKey(t *testing.T) {
 		{CreateKeyParams{Name: strings.Repeat("n", 201), TeamID: f.team.ID, Scopes: []Scope{ScopeInference}}, "name"},
 	} {
 		_, _, err := f.svc.CreateKey(ctx, c.p)
-		var ip *InvalidParamError
-		if !errors.As(err, &ip) || ip.Param != c.param {
+		if invalidParam(err) != c.param {
 			t.Errorf("CreateKey(%+v) err = %v, want invalid %s", c.p, err, c.param)
 		}
 	}
@@ -344,9 +362,12 @@ func TestRevoke(t *testing.T) {
 	if err != nil || !again.RevokedAt.Equal(t0.Add(time.Minute)) || f.mem.updateCount() != n {
 		t.Errorf("second Revoke = %v, %v (updates %d→%d)", again.RevokedAt, err, n, f.mem.updateCount())
 	}
-	if _, err := f.svc.Revoke(ctx, "key_nope"); !errors.Is(err, ErrNotFound) {
+	_, err = f.svc.Revoke(ctx, "key_nope")
+	if !errors.Is(err, ErrNotFound) {
 		t.Errorf("Revoke(missing) = %v, want ErrNotFound", err)
 	}
+	// The client's message names the key, never the store.
+	wantAPI(t, "Revoke(missing)", err, 404, `no API key "key_nope"`)
 }
 
 func TestRotate(t *testing.T) {
@@ -386,9 +407,11 @@ func TestRotate(t *testing.T) {
 	}
 
 	// Rotating the old key again is refused; its successor can be rotated.
-	if _, _, err := f.svc.Rotate(ctx, old.ID, time.Hour); !errors.Is(err, ErrExpiredKey) {
+	_, _, err = f.svc.Rotate(ctx, old.ID, time.Hour)
+	if !errors.Is(err, ErrExpiredKey) {
 		t.Errorf("rotate expired old key: %v", err)
 	}
+	wantAPI(t, "rotate expired old key", err, 409, `API key "`+old.ID+`" has expired and cannot be rotated; create a new key`)
 	if _, _, err := f.svc.Rotate(ctx, "key_nope", 0); !errors.Is(err, ErrNotFound) {
 		t.Errorf("rotate missing key: %v", err)
 	}
@@ -439,18 +462,23 @@ func TestRotateRefusals(t *testing.T) {
 	if _, err := f.svc.Revoke(ctx, revoked.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := f.svc.Rotate(ctx, revoked.ID, 0); !errors.Is(err, ErrRevokedKey) {
+	_, _, err := f.svc.Rotate(ctx, revoked.ID, 0)
+	if !errors.Is(err, ErrRevokedKey) {
 		t.Errorf("rotate revoked: %v, want ErrRevokedKey", err)
 	}
+	// A conflict with the key's state, not a failed authentication.
+	wantAPI(t, "rotate revoked", err, 409, `API key "`+revoked.ID+`" has been revoked and cannot be rotated; create a new key`)
 	k, _ := f.key(t)
 	nk, _, err := f.svc.Rotate(ctx, k.ID, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, _, err = f.svc.Rotate(ctx, k.ID, time.Hour)
-	if !errors.Is(err, ErrAlreadyRotated) || !strings.Contains(err.Error(), nk.ID) {
-		t.Errorf("rotate twice: %v, want ErrAlreadyRotated naming %s", err, nk.ID)
+	var ae *apierr.Error
+	if !errors.Is(err, ErrAlreadyRotated) || !errors.As(err, &ae) || ae.Err == nil || !strings.Contains(ae.Err.Error(), nk.ID) {
+		t.Errorf("rotate twice: %v, want ErrAlreadyRotated naming %s in its cause", err, nk.ID)
 	}
+	wantAPI(t, "rotate twice", err, 409, `API key "`+k.ID+`" has already been rotated`)
 	if _, _, err := f.svc.Rotate(ctx, nk.ID, time.Hour); err != nil {
 		t.Errorf("rotate the successor: %v", err)
 	}

@@ -3,11 +3,12 @@ package auth
 import (
 	"crypto/rand"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"math/big"
 	"strings"
 	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 )
 
 // Team owns keys. Every key belongs to exactly one team; a key without
@@ -78,40 +79,33 @@ const (
 )
 
 // Errors Authenticate and the other Service methods return; check them
-// with errors.Is.
+// with errors.Is. They are API errors (package apierr), so a handler
+// returns them as they are: the authentication errors carry the 401
+// answers clients have always been given, and the service words its
+// not-found and conflict errors (apierr.Wrapf) with what was asked for.
 var (
 	// ErrMissingKey: no key was presented (HTTP 401 missing_api_key).
-	ErrMissingKey = errors.New("auth: missing API key")
+	ErrMissingKey = apierr.New(apierr.MissingAPIKey, "You didn't provide an API key. Send it in the Authorization header as 'Bearer sk-sov-…'.")
 	// ErrInvalidKey: the key is malformed or unknown (HTTP 401 invalid_api_key).
-	ErrInvalidKey = errors.New("auth: invalid API key")
+	ErrInvalidKey = apierr.New(apierr.InvalidAPIKey, "Incorrect API key provided.")
 	// ErrRevokedKey: the key was revoked (HTTP 401 invalid_api_key).
-	ErrRevokedKey = errors.New("auth: API key has been revoked")
+	ErrRevokedKey = apierr.New(apierr.InvalidAPIKey, "This API key has been revoked.")
 	// ErrExpiredKey: the key's expiry, or its rotation grace period, has
 	// passed (HTTP 401 invalid_api_key).
-	ErrExpiredKey = errors.New("auth: API key has expired")
+	ErrExpiredKey = apierr.New(apierr.InvalidAPIKey, "This API key has expired.")
 	// ErrAlreadyRotated: Rotate was asked for a key that already has a
-	// successor; rotate the successor instead.
-	ErrAlreadyRotated = errors.New("auth: API key was already rotated")
-	// ErrNotFound: the team or key does not exist. Stores return it (wrapped
-	// or not) for every lookup, update or delete that matches no row.
-	ErrNotFound = errors.New("not found")
+	// successor; rotate the successor instead (HTTP 409).
+	ErrAlreadyRotated = apierr.New(apierr.Conflict, "API key was already rotated")
+	// ErrNotFound: the team or key does not exist (HTTP 404). Stores return
+	// it (wrapped or not) for every lookup, update or delete that matches no
+	// row; it is store.ErrNotFound, every domain's.
+	ErrNotFound = apierr.New(apierr.NotFound, "not found")
 	// ErrConflict: a uniqueness rule was broken (team name, key id or hash
-	// already stored), or a team still owns keys and cannot be deleted.
-	ErrConflict = errors.New("conflict")
+	// already stored), or a team still owns keys and cannot be deleted
+	// (HTTP 409). It is store.ErrConflict, which the stores report for
+	// every unique violation.
+	ErrConflict = apierr.New(apierr.Conflict, "conflict")
 )
-
-// InvalidParamError reports a bad argument to a Service method: Param
-// names the request field (as the OpenAI error envelope's "param") and
-// Message says what is wrong, fit to show to the client.
-type InvalidParamError struct {
-	Param   string
-	Message string
-}
-
-// Error returns the message prefixed with the parameter name.
-func (e *InvalidParamError) Error() string {
-	return "invalid " + e.Param + ": " + e.Message
-}
 
 const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 

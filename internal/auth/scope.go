@@ -3,6 +3,8 @@ package auth
 import (
 	"fmt"
 	"strings"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 )
 
 // Scope names one permission a key carries. A request is allowed when the
@@ -65,8 +67,8 @@ func (s Scope) String() string { return string(s) }
 
 // ParseScopes parses a list of scope names separated by commas and/or
 // white space ("inference,models:read" or "inference models:read"),
-// dropping duplicates and keeping the first-seen order. It returns an
-// *InvalidParamError (Param "scopes") for an unknown name or an empty list.
+// dropping duplicates and keeping the first-seen order. It returns a 400
+// naming "scopes" (apierr.Invalid) for an unknown name or an empty list.
 func ParseScopes(s string) ([]Scope, error) {
 	fields := strings.FieldsFunc(s, func(r rune) bool {
 		return r == ',' || r == ' ' || r == '\t' || r == '\n' || r == '\r'
@@ -76,15 +78,16 @@ func ParseScopes(s string) ([]Scope, error) {
 
 // NormalizeScopes validates a list of scope names (as a JSON request
 // carries them), drops duplicates and keeps the first-seen order. It
-// returns an *InvalidParamError (Param "scopes") for an unknown or empty
-// name, or for an empty list.
+// returns a 400 naming "scopes" (apierr.Invalid) for an unknown or empty
+// name, or for an empty list; its message starts "invalid scopes: ", the
+// words the API has always answered with.
 func NormalizeScopes(names []string) ([]Scope, error) {
 	out := make([]Scope, 0, len(names))
 	seen := make(map[Scope]bool, len(names))
 	for _, n := range names {
 		sc := Scope(strings.TrimSpace(n))
 		if !sc.Valid() {
-			return nil, &InvalidParamError{Param: "scopes", Message: fmt.Sprintf("unknown scope %q (valid: %s)", n, validList())}
+			return nil, apierr.Invalid("scopes", fmt.Sprintf("invalid scopes: unknown scope %q (valid: %s)", n, validList()))
 		}
 		if !seen[sc] {
 			seen[sc] = true
@@ -92,7 +95,7 @@ func NormalizeScopes(names []string) ([]Scope, error) {
 		}
 	}
 	if len(out) == 0 {
-		return nil, &InvalidParamError{Param: "scopes", Message: "at least one scope is required (valid: " + validList() + ")"}
+		return nil, apierr.Invalid("scopes", "invalid scopes: at least one scope is required (valid: "+validList()+")")
 	}
 	return out, nil
 }

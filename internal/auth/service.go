@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 )
 
 // KeyStore is what Service needs from a database. The sqlite and postgres
@@ -157,17 +159,29 @@ func (s *Service) logger() *slog.Logger {
 	return slog.Default()
 }
 
+// worded returns err as the API error a client sees when it wraps
+// sentinel: sentinel's code, with a message naming what was asked for
+// (the store's own text names its database, which clients must not see).
+// err stays the cause, for logs and errors.Is. Other errors, nil
+// included, pass as they are.
+func worded(err error, sentinel *apierr.Error, format string, args ...any) error {
+	if !errors.Is(err, sentinel) {
+		return err
+	}
+	return &apierr.Error{Code: sentinel.Code, Param: sentinel.Param, Message: fmt.Sprintf(format, args...), Err: err}
+}
+
 // CreateTeam creates a team named name (trimmed; 1–100 characters).
-// Errors: *InvalidParamError (Param "name"), ErrConflict when the name is
-// taken, or a store error.
+// Errors: a 400 naming "name", ErrConflict when the name is taken, or a
+// store error.
 func (s *Service) CreateTeam(ctx context.Context, name string) (Team, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || len(name) > 100 {
-		return Team{}, &InvalidParamError{Param: "name", Message: "team name must be 1 to 100 characters"}
+		return Team{}, apierr.Invalid("name", "team name must be 1 to 100 characters")
 	}
 	t := Team{ID: newTeamID(), Name: name, CreatedAt: s.now()}
 	if err := s.Store.CreateTeam(ctx, t); err != nil {
-		return Team{}, fmt.Errorf("create team %q: %w", name, err)
+		return Team{}, worded(fmt.Errorf("create team %q: %w", name, err), ErrConflict, "a team named %q already exists", name)
 	}
 	return t, nil
 }
@@ -176,20 +190,25 @@ func (s *Service) CreateTeam(ctx context.Context, name string) (Team, error) {
 // returns the team. Errors: ErrNotFound or a store error.
 func (s *Service) SetTeamCapture(ctx context.Context, id string, on bool) (Team, error) {
 	if err := s.Store.SetTeamCapture(ctx, id, on); err != nil {
-		return Team{}, err
+		// Unquoted, as PATCH /v1/teams/{id} has always said it.
+		return Team{}, worded(err, ErrNotFound, "no team %s", id)
 	}
-	return s.Store.GetTeam(ctx, id)
+	t, err := s.Store.GetTeam(ctx, id)
+	return t, worded(err, ErrNotFound, "no team %s", id)
 }
 
 // GetTeam returns the team with id. Errors: ErrNotFound or a store error.
 func (s *Service) GetTeam(ctx context.Context, id string) (Team, error) {
-	return s.Store.GetTeam(ctx, id)
+	t, err := s.Store.GetTeam(ctx, id)
+	return t, worded(err, ErrNotFound, "no team %q", id)
 }
 
 // TeamByName returns the team called name. Errors: ErrNotFound or a store
 // error.
 func (s *Service) TeamByName(ctx context.Context, name string) (Team, error) {
-	return s.Store.GetTeamByName(ctx, strings.TrimSpace(name))
+	name = strings.TrimSpace(name)
+	t, err := s.Store.GetTeamByName(ctx, name)
+	return t, worded(err, ErrNotFound, "no team named %q", name)
 }
 
 // ListTeams returns every team, oldest first. Errors: a store error.
@@ -201,7 +220,8 @@ func (s *Service) ListTeams(ctx context.Context) ([]Team, error) {
 // ErrConflict when keys (even revoked ones, kept for the audit trail)
 // still belong to it, or a store error.
 func (s *Service) DeleteTeam(ctx context.Context, id string) error {
-	return s.Store.DeleteTeam(ctx, id)
+	err := worded(s.Store.DeleteTeam(ctx, id), ErrNotFound, "no team %q", id)
+	return worded(err, ErrConflict, "team %q still owns keys (revoked ones too) and cannot be deleted", id)
 }
 
 // CreateKeyParams describes a new key.
@@ -214,8 +234,9 @@ type CreateKeyParams struct {
 
 // CreateKey creates a key and returns its record and its secret. The
 // secret is returned only here: it is stored as a hash and cannot be
-// recovered. Errors: *InvalidParamError (Param "name", "team_id", "scopes"
-// or "expires_at"), or a store error.
+// recovered. Errors: a 400 naming "name", "team_id", "scopes" or
+// "expires_at" (apierr.Invalid), ErrNotFound when the team is deleted
+// meanwhile, or a store error.
 func (s *Service) CreateKey(ctx context.Context, p CreateKeyParams) (Key, string, error) {
 	now := s.now()
 	k, err := s.validateKey(ctx, p, now)
@@ -225,7 +246,7 @@ func (s *Service) CreateKey(ctx context.Context, p CreateKeyParams) (Key, string
 	secret := NewSecret()
 	k.ID, k.Prefix, k.Hash = newKeyID(), DisplayPrefix(secret), HashSecret(secret)
 	if err := s.Store.CreateKey(ctx, k); err != nil {
-		return Key{}, "", fmt.Errorf("create key: %w", err)
+		return Key{}, "", worded(fmt.Errorf("create key: %w", err), ErrNotFound, "no team %q", p.TeamID)
 	}
 	return k, secret, nil
 }
@@ -233,14 +254,14 @@ func (s *Service) CreateKey(ctx context.Context, p CreateKeyParams) (Key, string
 func (s *Service) validateKey(ctx context.Context, p CreateKeyParams, now time.Time) (Key, error) {
 	name := strings.TrimSpace(p.Name)
 	if len(name) > maxNameLen {
-		return Key{}, &InvalidParamError{Param: "name", Message: fmt.Sprintf("key name must be at most %d characters", maxNameLen)}
+		return Key{}, apierr.Invalid("name", fmt.Sprintf("key name must be at most %d characters", maxNameLen))
 	}
 	if p.TeamID == "" {
-		return Key{}, &InvalidParamError{Param: "team_id", Message: "a team is required"}
+		return Key{}, apierr.Invalid("team_id", "a team is required")
 	}
 	if _, err := s.Store.GetTeam(ctx, p.TeamID); err != nil {
 		if errors.Is(err, ErrNotFound) {
-			return Key{}, &InvalidParamError{Param: "team_id", Message: fmt.Sprintf("no team with id %q", p.TeamID)}
+			return Key{}, apierr.Invalid("team_id", fmt.Sprintf("no team with id %q", p.TeamID))
 		}
 		return Key{}, fmt.Errorf("create key: %w", err)
 	}
@@ -256,7 +277,7 @@ func (s *Service) validateKey(ctx context.Context, p CreateKeyParams, now time.T
 	if p.ExpiresAt != nil {
 		e := p.ExpiresAt.UTC().Truncate(time.Microsecond)
 		if !e.After(now) {
-			return Key{}, &InvalidParamError{Param: "expires_at", Message: "expiry must be in the future"}
+			return Key{}, apierr.Invalid("expires_at", "expiry must be in the future")
 		}
 		exp = &e
 	}
@@ -265,7 +286,8 @@ func (s *Service) validateKey(ctx context.Context, p CreateKeyParams, now time.T
 
 // GetKey returns the key with id. Errors: ErrNotFound or a store error.
 func (s *Service) GetKey(ctx context.Context, id string) (Key, error) {
-	return s.Store.GetKey(ctx, id)
+	k, err := s.Store.GetKey(ctx, id)
+	return k, worded(err, ErrNotFound, "no API key %q", id)
 }
 
 // ListKeys returns the keys of team teamID, or of every team when teamID
@@ -360,7 +382,7 @@ func (s *Service) touch(ctx context.Context, k *Key, now time.Time) {
 // Revoke revokes key id at once and returns its updated record. Revoking
 // a revoked key changes nothing. Errors: ErrNotFound or a store error.
 func (s *Service) Revoke(ctx context.Context, id string) (Key, error) {
-	k, err := s.Store.GetKey(ctx, id)
+	k, err := s.GetKey(ctx, id)
 	if err != nil {
 		return Key{}, err
 	}
@@ -369,7 +391,7 @@ func (s *Service) Revoke(ctx context.Context, id string) (Key, error) {
 	}
 	now := s.now()
 	if err := s.Store.UpdateKey(ctx, id, KeyUpdate{RevokedAt: &now}); err != nil {
-		return Key{}, fmt.Errorf("revoke key %s: %w", id, err)
+		return Key{}, worded(fmt.Errorf("revoke key %s: %w", id, err), ErrNotFound, "no API key %q", id)
 	}
 	s.forget()
 	k.RevokedAt = &now
@@ -383,22 +405,30 @@ func (s *Service) Revoke(ctx context.Context, id string) (Key, error) {
 // negative one ends the old key at once. The grace never extends an
 // earlier expiry.
 //
-// Errors: ErrNotFound; ErrRevokedKey or ErrExpiredKey when the old key no
-// longer works; ErrAlreadyRotated when it already has a successor; or a
-// store error.
+// Errors: ErrNotFound; a 409 wrapping ErrRevokedKey or ErrExpiredKey when
+// the old key no longer works (a conflict with the key's state, not a
+// failed authentication: the caller's own key is fine); ErrAlreadyRotated
+// when it already has a successor; or a store error.
 func (s *Service) Rotate(ctx context.Context, id string, grace time.Duration) (Key, string, error) {
-	old, err := s.Store.GetKey(ctx, id)
+	old, err := s.GetKey(ctx, id)
 	if err != nil {
 		return Key{}, "", err
 	}
 	now := s.now()
 	switch {
 	case old.RevokedAt != nil:
-		return Key{}, "", ErrRevokedKey
+		// Rotating gives a working key its successor; a revoked one has
+		// none to give.
+		return Key{}, "", &apierr.Error{Code: apierr.Conflict, Err: ErrRevokedKey,
+			Message: fmt.Sprintf("API key %q has been revoked and cannot be rotated; create a new key", id)}
 	case old.expired(now):
-		return Key{}, "", ErrExpiredKey
+		return Key{}, "", &apierr.Error{Code: apierr.Conflict, Err: ErrExpiredKey,
+			Message: fmt.Sprintf("API key %q has expired and cannot be rotated; create a new key", id)}
 	case old.RotatedTo != "":
-		return Key{}, "", fmt.Errorf("%w to %s", ErrAlreadyRotated, old.RotatedTo)
+		// The successor is named in the cause (for logs and the CLI's
+		// caller), not to the client.
+		return Key{}, "", &apierr.Error{Code: ErrAlreadyRotated.Code, Err: fmt.Errorf("%w to %s", ErrAlreadyRotated, old.RotatedTo),
+			Message: fmt.Sprintf("API key %q has already been rotated", id)}
 	}
 	if grace == 0 {
 		grace = DefaultRotationGrace
@@ -429,7 +459,7 @@ func (s *Service) Rotate(ctx context.Context, id string, grace time.Duration) (K
 		if rerr := s.Store.UpdateKey(context.WithoutCancel(ctx), nk.ID, KeyUpdate{RevokedAt: &now}); rerr != nil {
 			s.logger().Error("auth: revoking orphaned key after failed rotation", "key_id", nk.ID, "err", rerr)
 		}
-		return Key{}, "", fmt.Errorf("rotate key %s: %w", id, err)
+		return Key{}, "", worded(fmt.Errorf("rotate key %s: %w", id, err), ErrNotFound, "no API key %q", id)
 	}
 	s.forget()
 	return nk, secret, nil

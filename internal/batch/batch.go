@@ -21,10 +21,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 )
 
 // Purposes of files.
@@ -254,26 +255,20 @@ type Store interface {
 	ResultLines(ctx context.Context, batchID, kind string, after, limit int) ([]string, int, error)
 }
 
-// Errors.
+// Errors. They are API errors (internal/apierr): what the service and
+// the store return wraps them with a message naming the file or batch
+// (apierr.Wrapf), which is what the client reads; errors.Is finds them.
 var (
 	// ErrNotFound: no file or batch of that id (or not the caller's team's).
-	ErrNotFound = errors.New("not found")
+	ErrNotFound = apierr.New(apierr.NotFound, "file or batch not found")
 	// ErrConflict: an id is taken, or a batch cannot make the change asked
 	// in its status.
-	ErrConflict = errors.New("conflict")
+	ErrConflict = apierr.New(apierr.Conflict, "the batch cannot make this change")
 )
 
-// InvalidError is a request the API refuses with 400, naming the
-// parameter.
-type InvalidError struct {
-	Param   string
-	Message string
-}
-
-func (e *InvalidError) Error() string { return e.Param + ": " + e.Message }
-
+// invalid is a request the API refuses with 400, naming the parameter.
 func invalid(param, format string, args ...any) error {
-	return &InvalidError{Param: param, Message: fmt.Sprintf(format, args...)}
+	return apierr.Invalid(param, fmt.Sprintf(format, args...))
 }
 
 // newID returns prefix followed by 24 random hex characters.

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 )
 
 // Request is one line of a batch input file: {custom_id, method, url,
@@ -211,6 +213,12 @@ type TooLargeError struct{ Limit int64 }
 
 func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("the file is larger than %d bytes, the most a batch input file may have", e.Limit)
+}
+
+// APIError is a 413 request_too_large naming the file: the limit is the
+// file's, not the request body's.
+func (e *TooLargeError) APIError() *apierr.Error {
+	return &apierr.Error{Code: apierr.BodyTooLarge, Param: "file", Message: e.Error()}
 }
 
 // countingReader counts what it reads and fails past max bytes.

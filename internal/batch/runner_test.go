@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/batch"
 	"github.com/sovereign-ai/sovereign/internal/durable"
 	"github.com/sovereign-ai/sovereign/internal/events"
@@ -284,10 +285,14 @@ func TestBatchRuns(t *testing.T) {
 		t.Fatalf("event: %+v", ev)
 	}
 	// Another team sees none of it.
-	if _, err := r.svc.Get(context.Background(), "team_b", b.ID); err != batch.ErrNotFound {
+	// Another team's is missing, exactly as one that does not exist, in
+	// the words a client reads.
+	if _, err := r.svc.Get(context.Background(), "team_b", b.ID); !errors.Is(err, batch.ErrNotFound) ||
+		apierr.From(err).Message != fmt.Sprintf("no batch %q", b.ID) {
 		t.Fatalf("another team's batch: %v", err)
 	}
-	if err := r.svc.Content(context.Background(), "team_b", b.OutputFileID, &bytes.Buffer{}); err != batch.ErrNotFound {
+	if err := r.svc.Content(context.Background(), "team_b", b.OutputFileID, &bytes.Buffer{}); !errors.Is(err, batch.ErrNotFound) ||
+		apierr.From(err).Message != fmt.Sprintf("no file %q", b.OutputFileID) {
 		t.Fatalf("another team's file: %v", err)
 	}
 }
@@ -308,6 +313,14 @@ func TestUploadOverTheLimit(t *testing.T) {
 	var tl *batch.TooLargeError
 	if !errors.As(err, &tl) || tl.Limit != int64(len(content))-30 {
 		t.Fatalf("upload over the limit: %v", err)
+	}
+	if e := apierr.From(err); e.Status() != 413 || e.Param != "file" {
+		t.Fatalf("upload over the limit as an API error: %+v", e)
+	}
+	// A bad line is a 400 naming the file, and the line.
+	_, err = svc.Upload(context.Background(), "team_a", "in.jsonl", strings.NewReader("{}\n"))
+	if e := apierr.From(err); e.Status() != 400 || e.Param != "file" || !strings.HasPrefix(e.Message, "line 1: ") {
+		t.Fatalf("a bad line: %v", err)
 	}
 	if files, _, err := svc.Files(context.Background(), batch.FileFilter{TeamID: "team_a", Limit: 10}); err != nil || len(files) != 0 {
 		t.Fatalf("kept: %+v, %v", files, err)
@@ -366,7 +379,8 @@ func TestBatchCancel(t *testing.T) {
 func TestBatchCancelAfterCompletion(t *testing.T) {
 	r := newRig(t, "", newFakeAPI())
 	b := r.waitFor(r.create(chatLines(1)).ID, batch.StatusCompleted)
-	if _, err := r.svc.Cancel(context.Background(), "team_a", b.ID); err == nil || !strings.Contains(err.Error(), "completed") {
+	_, err := r.svc.Cancel(context.Background(), "team_a", b.ID)
+	if e := apierr.From(err); !errors.Is(err, batch.ErrConflict) || e.Status() != 409 || !strings.Contains(e.Message, "completed") {
 		t.Fatalf("cancel after completion: %v", err)
 	}
 }

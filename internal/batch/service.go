@@ -3,7 +3,6 @@ package batch
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"path"
@@ -13,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/durable"
 	"github.com/sovereign-ai/sovereign/internal/events"
 )
@@ -76,20 +76,12 @@ func New(cfg Config) *Service {
 	return s
 }
 
-// ConflictError is a change a batch cannot make in its status (409).
-type ConflictError struct{ Message string }
-
-func (e *ConflictError) Error() string { return e.Message }
-
-// Is makes a ConflictError match ErrConflict.
-func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
-
 // ---------------------------------------------------------------- files
 
 // Upload stores an input file of purpose "batch" for team, streaming r to
 // the store in pieces while checking it line by line (Scan), so that a
-// 200 MB file never sits in memory. Errors: *InvalidError (param "file")
-// naming the first bad line, *TooLargeError, or the store's.
+// 200 MB file never sits in memory. Errors: a 400 (param "file") naming
+// the first bad line, *TooLargeError, or r's or the store's.
 func (s *Service) Upload(ctx context.Context, teamID, filename string, r io.Reader) (File, error) {
 	f := File{ID: newID("file-"), TeamID: teamID, Filename: cleanFilename(filename), Purpose: PurposeBatch, Status: FileUploading,
 		CreatedAt: s.now().UTC()}
@@ -107,7 +99,8 @@ func (s *Service) Upload(ctx context.Context, teamID, filename string, r io.Read
 		}
 		var lp *LineProblem
 		if errors.As(err, &lp) {
-			return f, &InvalidError{Param: "file", Message: lp.Error()}
+			// The line problem stays the cause, for errors.As.
+			return f, &apierr.Error{Code: apierr.InvalidRequest, Param: "file", Message: lp.Error(), Err: lp}
 		}
 		return f, err
 	}
@@ -167,15 +160,16 @@ func (w *partWriter) flush() error {
 	return nil
 }
 
-// File returns the team's file id. Errors: ErrNotFound (also for another
-// team's file, or one still uploading).
+// File returns the team's file id. Errors: ErrNotFound, wrapped as
+// `no file "id"` (also for another team's file, or one still uploading,
+// exactly as one that does not exist).
 func (s *Service) File(ctx context.Context, teamID, id string) (File, error) {
 	f, err := s.store.GetFile(ctx, id)
 	if err != nil {
 		return f, err
 	}
 	if f.TeamID != teamID || f.Status != FileProcessed {
-		return File{}, ErrNotFound
+		return File{}, apierr.Wrapf(ErrNotFound, "no file %q", id)
 	}
 	return f, nil
 }
@@ -300,7 +294,7 @@ type CreateRequest struct {
 }
 
 // Create creates a batch of the team's input file that runs as keyID, and
-// starts it. Errors: *InvalidError naming the parameter (an unknown
+// starts it. Errors: a 400 naming the parameter (an unknown
 // endpoint or window, a file that is not the team's batch input file, bad
 // metadata), or the store's and the engine's.
 func (s *Service) Create(ctx context.Context, teamID, keyID string, req CreateRequest) (Batch, error) {
@@ -357,15 +351,15 @@ func checkMetadata(m map[string]string) error {
 	return nil
 }
 
-// Get returns the team's batch id. Errors: ErrNotFound (also for another
-// team's).
+// Get returns the team's batch id. Errors: ErrNotFound, wrapped as
+// `no batch "id"` (also for another team's).
 func (s *Service) Get(ctx context.Context, teamID, id string) (Batch, error) {
 	b, err := s.store.GetBatch(ctx, id)
 	if err != nil {
 		return b, err
 	}
 	if b.TeamID != teamID {
-		return Batch{}, ErrNotFound
+		return Batch{}, apierr.Wrapf(ErrNotFound, "no batch %q", id)
 	}
 	return b, nil
 }
@@ -379,8 +373,8 @@ func (s *Service) List(ctx context.Context, teamID, after string, limit int) ([]
 // lines running now end, no other starts, and it becomes cancelled with
 // what it finished in its output file and the rest in its error file
 // (batch_cancelled). Cancelling a batch cancelling or cancelled already
-// changes nothing. Errors: ErrNotFound; *ConflictError for a batch that
-// ended otherwise.
+// changes nothing. Errors: ErrNotFound; ErrConflict, wrapped with the
+// batch's status, for a batch that ended otherwise.
 func (s *Service) Cancel(ctx context.Context, teamID, id string) (Batch, error) {
 	b, err := s.Get(ctx, teamID, id)
 	if err != nil {
@@ -392,7 +386,7 @@ func (s *Service) Cancel(ctx context.Context, teamID, id string) (Batch, error) 
 			return b, nil
 		case StatusValidating, StatusInProgress:
 		default:
-			return b, &ConflictError{Message: fmt.Sprintf("the batch %s is %s: only a validating or in_progress batch can be cancelled", id, b.Status)}
+			return b, apierr.Wrapf(ErrConflict, "the batch %s is %s: only a validating or in_progress batch can be cancelled", id, b.Status)
 		}
 		ok, err := s.store.TransitionBatch(ctx, id, Transition{From: []string{StatusValidating, StatusInProgress}, To: StatusCancelling, At: s.now().UTC()})
 		if err != nil {

@@ -22,21 +22,32 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/events"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/models"
 	"github.com/sovereign-ai/sovereign/internal/upstream"
 )
 
-// Errors, checked with errors.Is.
+// Errors, checked with errors.Is. They are API errors (package apierr):
+// the catalog words each with the model it is about (apierr.Wrapf), and a
+// handler returns them as they are.
 var (
-	// ErrNotFound: no model or alias by that name.
-	ErrNotFound = errors.New("model not found")
-	// ErrConflict: the id or an alias is taken.
-	ErrConflict = errors.New("model conflict")
-	// ErrReadOnly: the model is defined in the configuration file.
-	ErrReadOnly = errors.New("model is defined in the configuration file")
+	// ErrNotFound: no model or alias by that name (HTTP 404
+	// model_not_found, naming the request's "model").
+	ErrNotFound = &apierr.Error{Code: apierr.ModelNotFound, Param: "model", Message: "model not found"}
+	// ErrConflict: the id or an alias is taken (HTTP 409).
+	ErrConflict = apierr.New(apierr.Conflict, "model conflict")
+	// ErrReadOnly: the model is defined in the configuration file (HTTP
+	// 409: it changes there, not through the API).
+	ErrReadOnly = apierr.New(apierr.Conflict, "model is defined in the configuration file")
 )
+
+// notFound is ErrNotFound for the model named name, worded for the
+// client.
+func notFound(name string) error {
+	return apierr.Wrapf(ErrNotFound, "the model %q does not exist; GET /v1/models lists the models", name)
+}
 
 // Installed lists the models in the models directory.
 type Installed interface {
@@ -450,7 +461,7 @@ func (c *Catalog) lookup(ctx context.Context, name string) (*entry, error) {
 			return e, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: %q", ErrNotFound, name)
+	return nil, notFound(name)
 }
 
 func (c *Catalog) find(name string) *entry {
@@ -654,9 +665,9 @@ func (c *Catalog) Create(ctx context.Context, s Spec) (Model, error) {
 	}
 	if e := c.find(s.ID); e != nil {
 		if e.source == SourceInstalled {
-			return Model{}, fmt.Errorf("%w: %q is an installed model; PATCH it to change its settings", ErrConflict, s.ID)
+			return Model{}, apierr.Wrapf(ErrConflict, "%q is an installed model; PATCH it to change its settings", s.ID)
 		}
-		return Model{}, fmt.Errorf("%w: a model or alias named %q exists", ErrConflict, s.ID)
+		return Model{}, apierr.Wrapf(ErrConflict, "a model or alias named %q exists", s.ID)
 	}
 	return c.put(ctx, s, c.cfg.Now())
 }
@@ -666,10 +677,10 @@ func (c *Catalog) Create(ctx context.Context, s Spec) (Model, error) {
 func (c *Catalog) Update(ctx context.Context, id string, patch []byte) (Model, error) {
 	e := c.find(id)
 	if e == nil || e.spec.ID != id {
-		return Model{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+		return Model{}, notFound(id)
 	}
 	if e.source == SourceConfig {
-		return Model{}, fmt.Errorf("%w: %q; change it there and restart", ErrReadOnly, id)
+		return Model{}, apierr.Wrapf(ErrReadOnly, "model is defined in the configuration file: %q; change it there and restart", id)
 	}
 	s := e.spec
 	if err := s.Patch(patch); err != nil {
@@ -689,7 +700,7 @@ func (c *Catalog) Update(ctx context.Context, id string, patch []byte) (Model, e
 }
 
 // checkURLs refuses a model, created or changed through the API, whose
-// replicas the guard does not allow (a *SpecError naming the field): a
+// replicas the guard does not allow (an apierr.Invalid naming the field): a
 // key with models:write must not point the server at an internal address
 // the operator has not listed (upstream_allow, docs/models.md).
 func (c *Catalog) checkURLs(ctx context.Context, s Spec) error {
@@ -702,7 +713,7 @@ func (c *Catalog) checkURLs(ctx context.Context, s Spec) error {
 			field = "replicas"
 		}
 		if err := c.cfg.Guard.ValidateURL(ctx, u); err != nil {
-			return &SpecError{Field: field, Message: fmt.Sprintf("%s %q cannot be used: %v (an operator lists internal upstream hosts in upstream_allow)", field, u, err)}
+			return apierr.Invalid(field, fmt.Sprintf("%s %q cannot be used: %v (an operator lists internal upstream hosts in upstream_allow)", field, u, err))
 		}
 	}
 	return nil
@@ -714,11 +725,11 @@ func (c *Catalog) put(ctx context.Context, s Spec, created time.Time) (Model, er
 	for _, a := range s.Aliases {
 		if _, ok := c.entries[a]; ok {
 			c.mu.RUnlock()
-			return Model{}, fmt.Errorf("%w: alias %q is a model id", ErrConflict, a)
+			return Model{}, apierr.Wrapf(ErrConflict, "alias %q is a model id", a)
 		}
 		if other, ok := c.aliases[a]; ok && other != s.ID && !c.pulled[a] {
 			c.mu.RUnlock()
-			return Model{}, fmt.Errorf("%w: alias %q belongs to %q", ErrConflict, a, other)
+			return Model{}, apierr.Wrapf(ErrConflict, "alias %q belongs to %q", a, other)
 		}
 	}
 	c.mu.RUnlock()
@@ -728,12 +739,12 @@ func (c *Catalog) put(ctx context.Context, s Spec, created time.Time) (Model, er
 	}
 	if s.Backend == BackendLocal && s.Path != "" {
 		if _, err := readGGUF(s.ID, s.Path); err != nil {
-			return Model{}, &SpecError{Field: "path", Message: err.Error()}
+			return Model{}, apierr.Invalid("path", err.Error())
 		}
 	}
 	if s.Backend == BackendLocal && s.Path == "" {
 		if _, err := c.cfg.Installed.Get(s.ID); err != nil {
-			return Model{}, &SpecError{Field: "path", Message: fmt.Sprintf("%q is not an installed model: give a local model a 'path' to its GGUF file, or an upstream model a 'base_url'", s.ID)}
+			return Model{}, apierr.Invalid("path", fmt.Sprintf("%q is not an installed model: give a local model a 'path' to its GGUF file, or an upstream model a 'base_url'", s.ID))
 		}
 	}
 	if c.cfg.Specs == nil {
@@ -761,13 +772,16 @@ func (c *Catalog) Delete(ctx context.Context, id string) error {
 		if c.cfg.Specs != nil && c.cfg.Specs.DeleteModelSpec(ctx, id) == nil {
 			return c.rebuild(ctx)
 		}
-		return fmt.Errorf("%w: %q", ErrNotFound, id)
+		return notFound(id)
 	}
 	switch e.source {
 	case SourceConfig:
-		return fmt.Errorf("%w: %q; remove it there and restart", ErrReadOnly, id)
+		return apierr.Wrapf(ErrReadOnly, "model is defined in the configuration file: %q; remove it there and restart", id)
 	case SourceAPI:
 		if err := c.cfg.Specs.DeleteModelSpec(ctx, id); err != nil {
+			if errors.Is(err, ErrNotFound) { // deleted meanwhile, by another replica
+				return notFound(id)
+			}
 			return err
 		}
 	case SourceInstalled:
@@ -775,6 +789,11 @@ func (c *Catalog) Delete(ctx context.Context, id string) error {
 			c.cfg.Local.Unload(id)
 		}
 		if err := c.cfg.Installed.Remove(id); err != nil {
+			// The models store's own text names its directory, which
+			// clients must not see.
+			if errors.Is(err, models.ErrNotFound) {
+				return notFound(id)
+			}
 			return err
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/gguf/testmodel"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/models"
@@ -120,8 +121,8 @@ func TestSpecNormalize(t *testing.T) {
 		{Spec{ID: "u", BaseURL: "http://h/v1", Limits: &Limits{MaxOutputTokens: -1}}, "limits"},
 	} {
 		err := tc.spec.Normalize()
-		var se *SpecError
-		if tc.field == "" && err != nil || tc.field != "" && (!errors.As(err, &se) || se.Field != tc.field) {
+		var se *apierr.Error
+		if tc.field == "" && err != nil || tc.field != "" && (!errors.As(err, &se) || se.Param != tc.field) {
 			t.Errorf("%+v: got %v, want field %q", tc.spec, err, tc.field)
 		}
 	}
@@ -142,11 +143,14 @@ func TestPatchMergesAndClears(t *testing.T) {
 	if err := s.Patch([]byte(`{"limits": {"max_output_tokens": null}}`)); err != nil || s.Limits.MaxOutputTokens != 0 || s.Limits.MaxInputTokens != 9 {
 		t.Fatalf("nested clear: %+v %v", s.Limits, err)
 	}
-	var se *SpecError
-	if err := s.Patch([]byte(`{"id": "other"}`)); !errors.As(err, &se) || se.Field != "id" {
+	var se *apierr.Error
+	err := s.Patch([]byte(`{"id": "other"}`))
+	if !errors.As(err, &se) || se.Param != "id" {
 		t.Fatalf("id change: %v", err)
 	}
-	if err := s.Patch([]byte(`{"context_length": "big"}`)); !errors.As(err, &se) || se.Field != "context_length" {
+	// To a client, a 400 naming the field.
+	wantAPI(t, "id change", err, apierr.InvalidRequest, "id", "a model's id cannot be changed")
+	if err := s.Patch([]byte(`{"context_length": "big"}`)); !errors.As(err, &se) || se.Param != "context_length" {
 		t.Fatalf("type: %v", err)
 	}
 }
@@ -162,13 +166,18 @@ func TestCatalogSourcesAliasesAndConflicts(t *testing.T) {
 	if r, err := c.Resolve(ctx, "fast"); err != nil || r.ID != "up" || r.Backend != BackendUpstream {
 		t.Fatalf("alias: %+v %v", r, err)
 	}
-	if _, err := c.Resolve(ctx, "nope"); !errors.Is(err, ErrNotFound) {
+	_, err := c.Resolve(ctx, "nope")
+	if !errors.Is(err, ErrNotFound) {
 		t.Fatalf("unknown: %v", err)
 	}
+	// The errors are the client's answers, naming the model.
+	wantAPI(t, "unknown", err, apierr.ModelNotFound, "model", `the model "nope" does not exist; GET /v1/models lists the models`)
 	// Configured models are read-only; installed ones gain a stored spec.
-	if _, err := c.Update(ctx, "up", []byte(`{"aliases": []}`)); !errors.Is(err, ErrReadOnly) {
+	_, err = c.Update(ctx, "up", []byte(`{"aliases": []}`))
+	if !errors.Is(err, ErrReadOnly) {
 		t.Fatalf("update configured: %v", err)
 	}
+	wantAPI(t, "update configured", err, apierr.Conflict, "", `model is defined in the configuration file: "up"; change it there and restart`)
 	if err := c.Delete(ctx, "up"); !errors.Is(err, ErrReadOnly) {
 		t.Fatalf("delete configured: %v", err)
 	}
@@ -182,9 +191,13 @@ func TestCatalogSourcesAliasesAndConflicts(t *testing.T) {
 	// Names must stay unique across ids and aliases.
 	if _, err := c.Create(ctx, Spec{ID: "default", BaseURL: "http://h/v1"}); !errors.Is(err, ErrConflict) {
 		t.Fatalf("id = alias: %v", err)
+	} else {
+		wantAPI(t, "id = alias", err, apierr.Conflict, "", `a model or alias named "default" exists`)
 	}
 	if _, err := c.Create(ctx, Spec{ID: "x", BaseURL: "http://h/v1", Aliases: []string{"fast"}}); !errors.Is(err, ErrConflict) {
 		t.Fatalf("alias taken: %v", err)
+	} else {
+		wantAPI(t, "alias taken", err, apierr.Conflict, "", `alias "fast" belongs to "up"`)
 	}
 	if _, err := c.Create(ctx, Spec{ID: "x", BaseURL: "http://h/v1", Aliases: []string{"tiny"}}); !errors.Is(err, ErrConflict) {
 		t.Fatalf("alias = id: %v", err)
@@ -199,6 +212,14 @@ func TestCatalogSourcesAliasesAndConflicts(t *testing.T) {
 	}
 	if _, err := c.Get(ctx, "old"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("after delete: %v", err)
+	}
+}
+
+// wantAPI checks the API error a client gets for err.
+func wantAPI(t *testing.T, what string, err error, code apierr.Code, param, message string) {
+	t.Helper()
+	if e := apierr.From(err); e.Code != code || e.Param != param || e.Message != message {
+		t.Errorf("%s: %s %q %q, want %s %q %q", what, e.Code, e.Param, e.Message, code, param, message)
 	}
 }
 
@@ -399,14 +420,14 @@ func TestGuardHoldsUpstreams(t *testing.T) {
 		},
 	}
 	ctx := context.Background()
-	var se *SpecError
-	if _, err := c.Create(ctx, Spec{ID: "x", BaseURL: "http://public.example/v1", Replicas: []string{"http://10.0.0.7:8000/v1"}}); !errors.As(err, &se) || se.Field != "replicas" || !strings.Contains(se.Message, "upstream_allow") {
+	var se *apierr.Error
+	if _, err := c.Create(ctx, Spec{ID: "x", BaseURL: "http://public.example/v1", Replicas: []string{"http://10.0.0.7:8000/v1"}}); !errors.As(err, &se) || se.Param != "replicas" || !strings.Contains(se.Message, "upstream_allow") {
 		t.Fatalf("an internal replica: %v", err)
 	}
 	if _, err := c.Create(ctx, Spec{ID: "y", BaseURL: "http://public.example/v1", HealthCheckInterval: ptr(Duration(-1))}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Update(ctx, "y", []byte(`{"base_url": "http://10.0.0.7:8000/v1"}`)); !errors.As(err, &se) || se.Field != "base_url" {
+	if _, err := c.Update(ctx, "y", []byte(`{"base_url": "http://10.0.0.7:8000/v1"}`)); !errors.As(err, &se) || se.Param != "base_url" {
 		t.Fatalf("patched to an internal replica: %v", err)
 	}
 	r, err := c.Resolve(ctx, "y")

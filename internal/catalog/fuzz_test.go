@@ -3,10 +3,12 @@ package catalog
 import (
 	"errors"
 	"testing"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 )
 
 // FuzzSpecPatch applies arbitrary patches to a valid spec: decoding and
-// patching must never panic, and failures are SpecErrors.
+// patching must never panic, and failures are invalid-request errors (apierr.Invalid).
 func FuzzSpecPatch(f *testing.F) {
 	f.Add([]byte(`{"aliases":["fast"],"limits":{"max_output_tokens":5}}`))
 	f.Add([]byte(`{"timeouts":{"idle":"1s","connect":3}}`))
@@ -16,9 +18,9 @@ func FuzzSpecPatch(f *testing.F) {
 	f.Fuzz(func(t *testing.T, patch []byte) {
 		s := Spec{ID: "m", BaseURL: "http://h/v1", Aliases: []string{"a"}, Limits: &Limits{MaxInputTokens: 1}}
 		if err := s.Patch(patch); err != nil {
-			var se *SpecError
-			if !errors.As(err, &se) {
-				t.Fatalf("patch %q: %T %v is not a SpecError", patch, err, err)
+			var se *apierr.Error
+			if !errors.As(err, &se) || se.Code != apierr.InvalidRequest {
+				t.Fatalf("patch %q: %T %v is not an invalid-request error", patch, err, err)
 			}
 			return
 		}

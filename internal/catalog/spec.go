@@ -13,6 +13,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/models"
 )
 
@@ -161,15 +162,6 @@ func (d *Duration) parse(s string) error {
 	return nil
 }
 
-// SpecError is a configuration that cannot be used; Field names the
-// offending field.
-type SpecError struct {
-	Field   string
-	Message string
-}
-
-func (e *SpecError) Error() string { return e.Message }
-
 var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:@+-]{0,127}$`)
 
 // ValidName reports whether s can be a model id or alias: 1 to 128 of
@@ -180,10 +172,10 @@ func ValidName(s string) bool { return validName.MatchString(s) }
 var reserved = []string{"compare"}
 
 // Normalize checks s and fills defaults (backend local when no URL is
-// given, upstream otherwise). It returns a *SpecError naming the field.
+// given, upstream otherwise). It returns an apierr.Invalid naming the field.
 func (s *Spec) Normalize() error {
 	bad := func(field, format string, args ...any) error {
-		return &SpecError{Field: field, Message: fmt.Sprintf(format, args...)}
+		return apierr.Invalid(field, fmt.Sprintf(format, args...))
 	}
 	if !ValidName(s.ID) || slices.Contains(reserved, s.ID) {
 		return bad("id", "model id %q is invalid: use 1-128 letters, digits and . _ : @ + -, starting with a letter or digit (and not %q)", s.ID, reserved[0])
@@ -278,14 +270,14 @@ func (s *Spec) URLs() []string {
 func (s *Spec) Patch(raw []byte) error {
 	var patch any
 	if err := json.Unmarshal(raw, &patch); err != nil {
-		return &SpecError{Message: "the body must be a JSON object"}
+		return apierr.Invalid("", "the body must be a JSON object")
 	}
 	fields, ok := patch.(map[string]any)
 	if !ok {
-		return &SpecError{Message: "the body must be a JSON object"}
+		return apierr.Invalid("", "the body must be a JSON object")
 	}
 	if v, ok := fields["id"]; ok && v != s.ID {
-		return &SpecError{Field: "id", Message: "a model's id cannot be changed"}
+		return apierr.Invalid("id", "a model's id cannot be changed")
 	}
 	cur, err := json.Marshal(s)
 	if err != nil {
@@ -335,13 +327,13 @@ func DecodeSpec(b []byte, s *Spec) error {
 	if err := dec.Decode(s); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return &SpecError{Field: te.Field, Message: fmt.Sprintf("'%s' has the wrong type (got JSON %s)", te.Field, te.Value)}
+			return apierr.Invalid(te.Field, fmt.Sprintf("'%s' has the wrong type (got JSON %s)", te.Field, te.Value))
 		}
 		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 			f = strings.Trim(f, `"`)
-			return &SpecError{Field: f, Message: fmt.Sprintf("unknown field '%s'", f)}
+			return apierr.Invalid(f, fmt.Sprintf("unknown field '%s'", f))
 		}
-		return &SpecError{Message: "the model configuration is not valid: " + err.Error()}
+		return apierr.Invalid("", "the model configuration is not valid: "+err.Error())
 	}
 	return nil
 }

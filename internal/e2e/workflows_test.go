@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -219,16 +220,17 @@ func TestWorkflowWithModels(t *testing.T) {
 	if describe(rest) != describe(evs[4:]) {
 		t.Errorf("resumed after %s:\n got %s\nwant %s", evs[3].ID, describe(rest), describe(evs[4:]))
 	}
-	// The chat step's call is in the request log, as the run's key, for
-	// the run.
+	// The steps' calls are in the request log, as the run's key, for the
+	// run.
 	logs := srv.must(key, "GET", "/v1/logs?user=workflow_run:"+runID, nil, 200)["data"].([]any)
 	var routes []string
 	for _, l := range logs {
 		l := l.(map[string]any)
 		routes = append(routes, fmt.Sprint(l["route"], " ", l["status"], " ", l["key_id"]))
 	}
-	if len(logs) != 1 || routes[0] != "POST /v1/chat/completions 200 "+fmt.Sprint(run["key_id"]) {
-		t.Errorf("the run's request records: %v", routes)
+	slices.Sort(routes)
+	if want := []string{"POST /v1/chat/completions 200 " + fmt.Sprint(run["key_id"]), "POST /v1/collections/{id}/search 200 " + fmt.Sprint(run["key_id"])}; !slices.Equal(routes, want) {
+		t.Errorf("the run's request records: %v, want %v", routes, want)
 	}
 
 	// Rejected: the run fails with the reason.
@@ -435,5 +437,83 @@ func TestWorkflowChatStepDecodesNothing(t *testing.T) {
 	if rec["route"] != "POST /v1/chat/completions" || rec["status"].(float64) != 200 || rec["team_id"] != team || rec["model"] != "tiny" ||
 		rec["completion_tokens"].(float64) != usage["completion_tokens"].(float64) {
 		t.Fatalf("record %v", rec)
+	}
+}
+
+// TestWorkflowModelStepsDecodeNothing: retrieve, rerank and
+// answer_with_sources steps call the sources and generation services
+// with typed requests, like chat steps — no request body is decoded
+// between a step and its model — and each call is governed and recorded
+// like the same call over HTTP, as the run's key, for the run.
+func TestWorkflowModelStepsDecodeNothing(t *testing.T) {
+	e := newEnv(t, defaultStore(t), engine.Config{CtxPerSlot: 2048})
+	col := e.json("POST", "/v1/collections", map[string]any{"name": "handbook"}, 201)["id"].(string)
+	doc := e.json("POST", "/v1/collections/"+col+"/documents", map[string]any{"title": "Refunds",
+		"text": "Refunds are paid within 14 days to the original payment card. Gift cards are never refunded."}, 202)["id"].(string)
+	e.waitReady(col, doc)
+	spec := map[string]any{"steps": []any{
+		map[string]any{"id": "find", "type": "retrieve", "collection_ids": []string{col}, "query": "{{ input.question }}", "top_k": 2},
+		map[string]any{"id": "rank", "type": "rerank", "model": "gemma3-270m", "query": "{{ input.question }}", "documents": "steps.find.output.hits", "top_n": 1},
+		map[string]any{"id": "answer", "type": "answer_with_sources", "model": answerModel, "collection_ids": []string{col},
+			"question": "{{ input.question }}", "max_tokens": 60},
+	}, "output": map[string]any{"answer": "{{ steps.answer.output.text }}"}}
+	wf := e.json("POST", "/v1/workflows", map[string]any{"name": "refunds", "definition": spec}, 201)
+	run := e.json("POST", "/v1/workflows/"+wf["id"].(string)+"/runs", map[string]any{"input": map[string]any{"question": "How long do refunds take?"}}, 201)
+	before := openai.Decodes()
+	var done map[string]any
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		done = e.json("GET", "/v1/workflow_runs/"+run["id"].(string), nil, 200)
+		if done["status"] == "succeeded" || done["status"] == "failed" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %v", done)
+		}
+	}
+	if n := openai.Decodes() - before; n != 0 {
+		t.Errorf("the steps decoded %d request bodies, want none", n)
+	}
+	if done["status"] != "succeeded" {
+		t.Fatalf("run %v", done)
+	}
+	steps := done["steps"].([]any)
+	output := func(i int) map[string]any { return steps[i].(map[string]any)["output"].(map[string]any) }
+	if hits := output(0)["hits"].([]any); len(hits) != 1 || hits[0].(map[string]any)["document_id"] != doc {
+		t.Errorf("retrieve: %v", output(0))
+	}
+	ranked := output(1)["results"].([]any)
+	if len(ranked) != 1 || !strings.Contains(ranked[0].(map[string]any)["document"].(map[string]any)["text"].(string), "14 days") ||
+		ranked[0].(map[string]any)["relevance_score"] == nil {
+		t.Errorf("rerank: %v", output(1))
+	}
+	ans := output(2)
+	cits, _ := ans["citations"].([]any)
+	if !strings.Contains(ans["text"].(string), "14") || len(cits) == 0 {
+		t.Fatalf("answer: %v", ans)
+	}
+	src := cits[0].(map[string]any)["sources"].([]any)[0].(map[string]any)
+	if src["document_id"] != doc || src["collection_id"] != col {
+		t.Errorf("the answer's citation: %v", cits[0])
+	}
+	// The answer's citations are source links, like an answer over HTTP.
+	if links := e.json("GET", "/v1/source_links?document_id="+doc, nil, 200)["data"].([]any); len(links) == 0 {
+		t.Errorf("no source link for the workflow's answer")
+	}
+	// Each model call is in the request log for the run.
+	want := []string{"POST /v1/collections/{id}/search 200", "POST /v1/completions 200", "POST /v1/rerank 200"} // sorted
+	var got []string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		got = got[:0]
+		for _, l := range e.json("GET", "/v1/logs?user=workflow_run:"+run["id"].(string), nil, 200)["data"].([]any) {
+			l := l.(map[string]any)
+			got = append(got, fmt.Sprint(l["route"], " ", l["status"]))
+		}
+		slices.Sort(got)
+		if slices.Equal(got, want) || time.Now().After(deadline) {
+			break
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the run's request records: %v, want %v", got, want)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 )
 
 // Store keeps the event log. internal/sqlstore implements it on SQLite
@@ -43,8 +45,10 @@ type Listener interface {
 
 // Errors.
 var (
-	// ErrNotFound: no stored event has the id.
-	ErrNotFound = errors.New("event not found")
+	// ErrNotFound: no stored event has the id. It is an API error
+	// (internal/apierr): the store wraps it naming the event
+	// (apierr.Wrapf); Filter.Resume makes it the resume parameter's 400.
+	ErrNotFound = apierr.New(apierr.NotFound, "event not found")
 	// ErrDuplicate: an event with the id is stored already (Append).
 	ErrDuplicate = errors.New("event id already stored")
 	// ErrNoStore: the bus keeps no log.

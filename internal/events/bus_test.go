@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/events"
 	"github.com/sovereign-ai/sovereign/internal/events/eventstest"
 )
@@ -228,5 +229,36 @@ func TestPollWakesFollowers(t *testing.T) {
 	waitChanged(t, changed, "another server's event")
 	if evs, _, err := cur.Next(ctx); err != nil || len(evs) != 1 || evs[0].Team != "team_z" {
 		t.Fatalf("%v %v", evs, err)
+	}
+}
+
+// TestResume: a client resumes after an event it could have been sent;
+// an unknown id, or another team's event, is a 400 naming where the id
+// came from, exactly alike.
+func TestResume(t *testing.T) {
+	b := events.New(events.Config{Store: &eventstest.Store{}})
+	defer b.Close()
+	ctx := context.Background()
+	mine, err := b.Append(ctx, events.Event{Type: events.ModelReady, Team: "team_a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, _ := b.Append(ctx, events.Event{Type: events.ModelReady, Team: "team_b"})
+	deployment, _ := b.Append(ctx, events.Event{Type: events.ModelReady})
+	f := events.Filter{Team: "team_a"}
+	for _, ev := range []events.Event{mine, deployment} {
+		if got, err := f.Resume(ctx, b, ev.ID, "after"); err != nil || got.After != ev.Seq {
+			t.Fatalf("resume after %s: %+v %v", ev.ID, got, err)
+		}
+	}
+	for _, id := range []string{theirs.ID, "evt_nope"} {
+		_, err := f.Resume(ctx, b, id, "Last-Event-ID")
+		e := apierr.From(err)
+		if !errors.Is(err, events.ErrNotFound) || e.Status() != 400 || e.Param != "Last-Event-ID" || e.Message != `no event "`+id+`" to resume after` {
+			t.Fatalf("resume after %s: %+v", id, e)
+		}
+	}
+	if got, err := (events.Filter{AllTeams: true}).Resume(ctx, b, theirs.ID, "after"); err != nil || got.After != theirs.Seq {
+		t.Fatalf("an admin resumes after any team's: %+v %v", got, err)
 	}
 }

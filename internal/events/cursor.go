@@ -1,6 +1,12 @@
 package events
 
-import "context"
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
+)
 
 // Filter selects events of the log.
 type Filter struct {
@@ -22,6 +28,33 @@ type Filter struct {
 
 // PageSize is a page of the log when Filter.Limit is not set.
 const PageSize = 100
+
+// Getter reads one stored event (a Bus does).
+type Getter interface {
+	// Event returns the stored event id. Errors: ErrNotFound.
+	Event(ctx context.Context, id string) (Event, error)
+}
+
+// Resume returns f set to continue after the stored event id (f.After is
+// its Seq), as a client that reconnects asks with the last id it got.
+// Errors: a 400 naming param (where the client sent the id:
+// Last-Event-ID or after), wrapping ErrNotFound, when no stored event has
+// the id or the event is another team's than f follows (one the client
+// cannot have been sent, and must not learn exists); or log's error.
+func (f Filter) Resume(ctx context.Context, log Getter, id, param string) (Filter, error) {
+	ev, err := log.Event(ctx, id)
+	if err == nil && !f.AllTeams && ev.Team != "" && ev.Team != f.Team {
+		err = ErrNotFound
+	}
+	if errors.Is(err, ErrNotFound) {
+		return f, &apierr.Error{Code: apierr.InvalidRequest, Param: param, Message: fmt.Sprintf("no event %q to resume after", id), Err: err}
+	}
+	if err != nil {
+		return f, err
+	}
+	f.After = ev.Seq
+	return f, nil
+}
 
 // Cursor follows the log from a position, a page at a time. Use it from
 // one goroutine; Close it when done.

@@ -110,7 +110,14 @@ func (s *Service) Chat(ctx context.Context, c *Call, model string, req inference
 	}
 	g := s.Output(c, sts)
 	defer g.Close()
-	out := Answer{Model: m.ID}
+	return Whole(g, m.ID)
+}
+
+// Whole reads a generation's first stream to its end and returns the
+// answer whole (text, tool calls, finish reason, usage), after the output
+// policies' verdict on all of it (End). The caller closes g.
+func Whole(g *Generation, model string) (Answer, error) {
+	out := Answer{Model: model}
 	var text strings.Builder
 	calls := map[int]*inference.ToolCall{}
 	for {

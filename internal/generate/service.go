@@ -95,7 +95,7 @@ func (s *Service) Resolve(ctx context.Context, c *Call, name, capability string)
 	}
 	m, err := s.Models.Resolve(ctx, name)
 	if err != nil {
-		return m, CatalogError(err, name)
+		return m, err
 	}
 	c.NoteModel(m.ID, m.Backend)
 	if d := m.Deprecation; d != nil && d.Sunset != nil && !time.Now().Before(*d.Sunset) {
@@ -109,22 +109,6 @@ func (s *Service) Resolve(ctx context.Context, c *Call, name, capability string)
 		return m, apierr.Invalid("model", fmt.Sprintf("the model %q does not support %s (it supports: %s)", m.ID, capability, strings.Join(m.Capabilities, ", ")))
 	}
 	return m, nil
-}
-
-// CatalogError maps the catalog's errors to API errors.
-func CatalogError(err error, id string) error {
-	var se *catalog.SpecError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &se):
-		return apierr.Invalid(se.Field, se.Message)
-	case errors.Is(err, catalog.ErrNotFound):
-		return &apierr.Error{Code: apierr.ModelNotFound, Param: "model", Message: fmt.Sprintf("the model %q does not exist; GET /v1/models lists the models", id), Err: err}
-	case errors.Is(err, catalog.ErrConflict), errors.Is(err, catalog.ErrReadOnly):
-		return &apierr.Error{Code: apierr.Conflict, Message: strings.TrimPrefix(err.Error(), "model conflict: "), Err: err}
-	}
-	return err
 }
 
 // Gate is what admission needs from a call once its model is known.

@@ -53,22 +53,12 @@ func (s *Server) batchesOn() error {
 	return nil
 }
 
-// batchError maps the batch service's errors to the API's.
-func batchError(err error, what, id string) error {
-	var inv *batch.InvalidError
-	var conflict *batch.ConflictError
+// uploadError is err, or a 413 naming the limit when the request body was
+// cut off at it: http.MaxBytesError is this layer's (bodyLimit), not the
+// batch service's, so it is classified here.
+func uploadError(err error) error {
 	var maxErr *http.MaxBytesError
-	var tooLarge *batch.TooLargeError
-	switch {
-	case errors.As(err, &tooLarge):
-		return &apierr.Error{Code: apierr.BodyTooLarge, Param: "file", Message: tooLarge.Error()}
-	case errors.Is(err, batch.ErrNotFound):
-		return &apierr.Error{Code: apierr.NotFound, Message: fmt.Sprintf("no %s %q", what, id), Err: err}
-	case errors.As(err, &inv):
-		return apierr.Invalid(inv.Param, inv.Message)
-	case errors.As(err, &conflict):
-		return &apierr.Error{Code: apierr.Conflict, Message: conflict.Message}
-	case errors.As(err, &maxErr):
+	if errors.As(err, &maxErr) {
 		return apierr.New(apierr.BodyTooLarge, fmt.Sprintf("the upload is larger than %d bytes", maxErr.Limit))
 	}
 	return err
@@ -111,8 +101,8 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) error {
 		}
 		if err != nil {
 			drop()
-			if be := batchError(err, "file", ""); be != err {
-				return be
+			if errors.As(err, new(*http.MaxBytesError)) {
+				return uploadError(err)
 			}
 			return apierr.Invalid("file", "the multipart body could not be read: "+err.Error())
 		}
@@ -121,7 +111,7 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) error {
 			b, err := io.ReadAll(io.LimitReader(part, 256))
 			if err != nil {
 				drop()
-				return batchError(err, "file", "")
+				return uploadError(err)
 			}
 			purpose = strings.TrimSpace(string(b))
 			if purpose != batch.PurposeBatch {
@@ -134,7 +124,7 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) error {
 				return apierr.Invalid("file", "the multipart body has more than one 'file' part")
 			}
 			if f, err = s.Batches.Upload(r.Context(), team, part.FileName(), part); err != nil {
-				return batchError(err, "file", "")
+				return uploadError(err)
 			}
 			stored = true
 		default:
@@ -194,7 +184,7 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	f, err := s.Batches.File(r.Context(), teamOf(r), id)
 	if err != nil {
-		return batchError(err, "file", id)
+		return err
 	}
 	return writeJSON(w, http.StatusOK, f.Object())
 }
@@ -205,7 +195,7 @@ func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) error {
 	}
 	id := r.PathValue("id")
 	if err := s.Batches.DeleteFile(r.Context(), teamOf(r), id); err != nil {
-		return batchError(err, "file", id)
+		return err
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "file", "deleted": true})
 }
@@ -219,7 +209,7 @@ func (s *Server) fileContent(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	f, err := s.Batches.File(r.Context(), teamOf(r), id)
 	if err != nil {
-		return batchError(err, "file", id)
+		return err
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Length", strconv.FormatInt(f.Bytes, 10))
@@ -252,7 +242,7 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) error {
 	b, err := s.Batches.Create(r.Context(), k.TeamID, k.ID, batch.CreateRequest{InputFileID: req.InputFileID, Endpoint: req.Endpoint,
 		CompletionWindow: req.CompletionWindow, Metadata: req.Metadata})
 	if err != nil {
-		return batchError(err, "batch", "")
+		return err
 	}
 	return writeJSON(w, http.StatusOK, b.Object())
 }
@@ -285,7 +275,7 @@ func (s *Server) getBatch(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	b, err := s.Batches.Get(r.Context(), teamOf(r), id)
 	if err != nil {
-		return batchError(err, "batch", id)
+		return err
 	}
 	return writeJSON(w, http.StatusOK, b.Object())
 }
@@ -298,7 +288,7 @@ func (s *Server) cancelBatch(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	b, err := s.Batches.Cancel(r.Context(), teamOf(r), id)
 	if err != nil {
-		return batchError(err, "batch", id)
+		return err
 	}
 	return writeJSON(w, http.StatusOK, b.Object())
 }

@@ -102,7 +102,7 @@ func (s *Server) compareOne(ctx context.Context, name string, native inference.C
 	}
 	m, err := s.Models.Resolve(ctx, name)
 	if err != nil {
-		return fail(generate.CatalogError(err, name))
+		return fail(err)
 	}
 	res.Model = m.ID
 	if d := m.Deprecation; d != nil && d.Sunset != nil && !time.Now().Before(*d.Sunset) {

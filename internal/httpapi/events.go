@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -86,18 +85,7 @@ func (s *Server) eventFilter(r *http.Request) (events.Filter, error) {
 		f.After = head
 		return f, nil
 	}
-	ev, err := s.Events.Event(r.Context(), id)
-	if err == nil && !f.AllTeams && ev.Team != "" && ev.Team != f.Team {
-		err = events.ErrNotFound // another team's: not one to resume after
-	}
-	if errors.Is(err, events.ErrNotFound) {
-		return f, &apierr.Error{Code: apierr.InvalidRequest, Param: param, Message: fmt.Sprintf("no event %q to resume after", id), Err: err}
-	}
-	if err != nil {
-		return f, err
-	}
-	f.After = ev.Seq
-	return f, nil
+	return f.Resume(r.Context(), s.Events, id, param)
 }
 
 // streamEvents serves GET /v1/events: the stored events after the resume

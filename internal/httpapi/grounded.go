@@ -1,9 +1,7 @@
 package httpapi
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 
@@ -51,7 +49,7 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 	native.Model, native.Stream = m.ID, req.Stream
 	ctx, cancel := withTimeout(r)
 	defer cancel()
-	gen, err := s.answerStream(ctx, m, ans, native)
+	gen, err := s.Gen.Answer(ctx, info(ctx), m, ans, native)
 	if err != nil {
 		return err
 	}
@@ -84,7 +82,7 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 			if err != nil {
 				return err
 			}
-			redactCitations(gen, cits, unsupported)
+			gen.RedactCitations(cits, unsupported)
 			switch v := resp.(type) {
 			case *openai.CitedTextCompletion:
 				v.Citations, v.Unsupported = cits, unsupported
@@ -133,7 +131,7 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 		if err != nil {
 			return out.fail(err)
 		}
-		redactCitations(gen, cits, unsupported)
+		gen.RedactCitations(cits, unsupported)
 		if err := out.send(form.citations(cits, unsupported)); err != nil {
 			return err
 		}
@@ -209,52 +207,14 @@ func (s *Server) prepareAnswer(w http.ResponseWriter, r *http.Request, m catalog
 		}
 		o, err := s.searchOptions(w, r, topK, p.Mode, p.Rerank)
 		if err != nil {
-			var e *apierr.Error
-			if errors.As(err, &e) && e.Param != "" {
-				e.Param = "sources." + e.Param
+			if p := apierr.From(err).Param; p != "" {
+				return nil, apierr.WithParam(err, "sources."+p)
 			}
 			return nil, err
 		}
 		req.Search = o
 	}
 	return s.answers().Prepare(r.Context(), req)
-}
-
-// answerStream runs an answer's generation, its text settled by the
-// answer (markers, held guesses, one retry; see answers.Answer.Settle),
-// unless retrieval found nothing relevant: then an empty generation,
-// which the answer settles into its abstain text, and the model is not
-// asked. The settled answer is what the output policies govern (as the
-// client will read it, markers and all).
-func (s *Server) answerStream(ctx context.Context, m catalog.Resolved, ans *answers.Answer, req inference.CompletionRequest) (*generate.Generation, error) {
-	call := info(ctx)
-	if ans.Abstains() {
-		return s.Gen.Output(call, []inference.Stream{ans.Settle(inference.StreamOf(inference.Event{Done: true, FinishReason: inference.FinishStop, Usage: &inference.Usage{}}), nil)}), nil
-	}
-	sts, err := s.Gen.Start(ctx, call, m, req, 1)
-	if err != nil {
-		return nil, err
-	}
-	again := func(r inference.CompletionRequest) (inference.Stream, error) {
-		r.Model, r.Stream = req.Model, req.Stream
-		sts, err := s.Gen.Start(ctx, call, m, r, 1)
-		if err != nil {
-			return nil, err
-		}
-		return sts[0], nil
-	}
-	return s.Gen.Output(call, []inference.Stream{ans.Settle(sts[0], again)}), nil
-}
-
-// redactCitations applies the output redact rules to the sentences the
-// citations and unsupported spans quote from the answer.
-func redactCitations(g *generate.Generation, cits []citation.Citation, unsupported []citation.Span) {
-	for i := range cits {
-		cits[i].Text = g.Redact(cits[i].Text)
-	}
-	for i := range unsupported {
-		unsupported[i].Text = g.Redact(unsupported[i].Text)
-	}
 }
 
 // answers is the answers service: the configured one, or one over the
@@ -301,9 +261,6 @@ func (s *Server) listSourceLinks(w http.ResponseWriter, r *http.Request) error {
 	}
 	links, more, err := s.Sources.SourceLinks(r.Context(), f)
 	if err != nil {
-		if errors.Is(err, sources.ErrNotFound) {
-			return &apierr.Error{Code: apierr.NotFound, Param: "after", Message: fmt.Sprintf("no source link %q", f.After), Err: err}
-		}
 		return err
 	}
 	data := make([]SourceLinkObject, len(links))

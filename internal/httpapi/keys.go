@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -85,7 +84,7 @@ func (s *Server) updateTeam(w http.ResponseWriter, r *http.Request) error {
 	}
 	t, err := s.Keys.SetTeamCapture(r.Context(), r.PathValue("id"), *req.Capture)
 	if err != nil {
-		return adminError(err, "team "+r.PathValue("id"))
+		return err
 	}
 	if s.Capture != nil {
 		s.Capture.Reload(r.Context())
@@ -100,30 +99,6 @@ type createKeyRequest struct {
 	ExpiresIn *int64   `json:"expires_in"`
 }
 
-// adminError maps key-service errors to API errors with messages that name
-// what was asked for (what, e.g. `API key "key_…"`) and never storage
-// details.
-func adminError(err error, what string) error {
-	var inv *auth.InvalidParamError
-	switch {
-	case errors.As(err, &inv):
-		return &apierr.Error{Code: apierr.InvalidRequest, Param: inv.Param, Message: inv.Message, Err: err}
-	case errors.Is(err, auth.ErrNotFound):
-		return &apierr.Error{Code: apierr.NotFound, Message: "no " + what, Err: err}
-	case errors.Is(err, auth.ErrAlreadyRotated):
-		return &apierr.Error{Code: apierr.Conflict, Message: what + " has already been rotated", Err: err}
-	case errors.Is(err, auth.ErrRevokedKey):
-		// Rotating gives a working key its successor; a revoked one has
-		// none to give (create a new key instead).
-		return &apierr.Error{Code: apierr.Conflict, Message: what + " has been revoked and cannot be rotated; create a new key", Err: err}
-	case errors.Is(err, auth.ErrExpiredKey):
-		return &apierr.Error{Code: apierr.Conflict, Message: what + " has expired and cannot be rotated; create a new key", Err: err}
-	case errors.Is(err, auth.ErrConflict):
-		return &apierr.Error{Code: apierr.Conflict, Message: what + " already exists", Err: err}
-	}
-	return err
-}
-
 func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 	var req createKeyRequest
 	if err := openai.Decode(r.Body, &req); err != nil {
@@ -131,7 +106,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 	}
 	scopes, err := auth.NormalizeScopes(req.Scopes)
 	if err != nil {
-		return apierr.Invalid("scopes", err.Error())
+		return err
 	}
 	p := auth.CreateKeyParams{Name: req.Name, TeamID: req.TeamID, Scopes: scopes}
 	if p.TeamID == "" {
@@ -150,7 +125,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 	}
 	k, secret, err := s.Keys.CreateKey(r.Context(), p)
 	if err != nil {
-		return adminError(err, fmt.Sprintf("team %q", p.TeamID))
+		return err
 	}
 	return writeJSON(w, http.StatusCreated, keyObject(k, secret))
 }
@@ -161,7 +136,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) visibleKey(r *http.Request, id string) (auth.Key, error) {
 	k, err := s.Keys.GetKey(r.Context(), id)
 	if err != nil {
-		return k, adminError(err, fmt.Sprintf("API key %q", id))
+		return k, err
 	}
 	caller, _ := KeyFrom(r.Context())
 	if !auth.HasScope(caller, auth.ScopeAdmin) && k.TeamID != caller.TeamID {
@@ -202,7 +177,7 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	k, err := s.Keys.Revoke(r.Context(), id)
 	if err != nil {
-		return adminError(err, fmt.Sprintf("API key %q", id))
+		return err
 	}
 	return writeJSON(w, http.StatusOK, keyObject(k, ""))
 }
@@ -231,7 +206,7 @@ func (s *Server) rotateKey(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	k, secret, err := s.Keys.Rotate(r.Context(), id, grace)
 	if err != nil {
-		return adminError(err, fmt.Sprintf("API key %q", id))
+		return err
 	}
 	return writeJSON(w, http.StatusCreated, keyObject(k, secret))
 }
@@ -250,7 +225,7 @@ func (s *Server) createTeam(w http.ResponseWriter, r *http.Request) error {
 	}
 	t, err := s.Keys.CreateTeam(r.Context(), req.Name)
 	if err != nil {
-		return adminError(err, fmt.Sprintf("a team named %q", req.Name))
+		return err
 	}
 	return writeJSON(w, http.StatusCreated, teamObject(t))
 }

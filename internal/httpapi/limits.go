@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -192,9 +191,6 @@ func (s *Server) deleteLimitRule(w http.ResponseWriter, r *http.Request) error {
 	}
 	scope, subject := r.PathValue("scope"), r.PathValue("subject")
 	if err := s.Limits.Delete(r.Context(), scope, subject); err != nil {
-		if errors.Is(err, limits.ErrNotFound) {
-			return apierr.New(apierr.NotFound, fmt.Sprintf("no limit rule set through the API for %s %q", scope, subject))
-		}
 		return err
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"object": "limit_rule.deleted", "scope": scope, "subject": subject, "deleted": true})

@@ -198,9 +198,8 @@ func chatNative(m catalog.Resolved, req *openai.ChatRequest) (inference.Completi
 		return native, err
 	}
 	if err := generate.Fit(m, &native); err != nil {
-		var ae *apierr.Error
-		if req.Legacy() && errors.As(err, &ae) && ae.Param == "tools" {
-			ae.Param = "functions" // what the client sent
+		if req.Legacy() && apierr.From(err).Param == "tools" {
+			return native, apierr.WithParam(err, "functions") // what the client sent
 		}
 		return native, err
 	}

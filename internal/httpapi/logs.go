@@ -3,7 +3,6 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -34,17 +33,6 @@ func (s *Server) recordsOn() error {
 // logs is the request log as API callers read it: scoped to the caller's
 // team by the reader, not here.
 func (s *Server) logs() records.Reader { return records.Reader{Store: s.RecordStore} }
-
-// logsError maps the reader's errors to the API's.
-func logsError(err error, f records.Filter) error {
-	switch {
-	case errors.Is(err, records.ErrOtherTeams):
-		return apierr.Invalid("team_id", err.Error())
-	case errors.Is(err, records.ErrNotFound):
-		return &apierr.Error{Code: apierr.InvalidRequest, Param: "after", Message: fmt.Sprintf("no record %q to continue after", f.After), Err: err}
-	}
-	return err
-}
 
 // logFilter reads the filters of the log routes.
 func logFilter(r *http.Request) (records.Filter, error) {
@@ -83,7 +71,7 @@ func (s *Server) listLogs(w http.ResponseWriter, r *http.Request) error {
 	}
 	list, more, err := s.logs().List(r.Context(), caller(r), f)
 	if err != nil {
-		return logsError(err, f)
+		return err
 	}
 	data := make([]LogObject, len(list))
 	for i, rec := range list {
@@ -98,12 +86,7 @@ func (s *Server) pathRecord(r *http.Request) (records.Record, error) {
 	if err := s.recordsOn(); err != nil {
 		return records.Record{}, err
 	}
-	id := r.PathValue("id")
-	rec, err := s.logs().Get(r.Context(), caller(r), id)
-	if errors.Is(err, records.ErrNotFound) {
-		return rec, &apierr.Error{Code: apierr.NotFound, Message: fmt.Sprintf("no record %q", id), Err: err}
-	}
-	return rec, err
+	return s.logs().Get(r.Context(), caller(r), r.PathValue("id"))
 }
 
 func (s *Server) getLog(w http.ResponseWriter, r *http.Request) error {
@@ -131,7 +114,7 @@ func (s *Server) exportLogs(w http.ResponseWriter, r *http.Request) error {
 	for {
 		list, more, err := s.logs().List(r.Context(), caller(r), f)
 		if err != nil {
-			return logsError(err, f)
+			return err
 		}
 		for _, rec := range list {
 			if err := enc.Encode(logObject(rec)); err != nil {
@@ -171,7 +154,7 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) error {
 	}
 	rows, err := s.logs().Usage(r.Context(), caller(r), f, group)
 	if err != nil {
-		return logsError(err, f)
+		return err
 	}
 	out := map[string]any{"object": "usage", "group_by": group, "since": f.Since.Unix(), "until": nil, "data": rows}
 	if !f.Until.IsZero() {
@@ -196,12 +179,6 @@ func (s *Server) logProof(w http.ResponseWriter, r *http.Request) error {
 			return apierr.Invalid("checkpoint", "'checkpoint' must be a checkpoint id (GET /v1/logs/checkpoints)")
 		}
 		got, err := s.logs().Checkpoint(r.Context(), id)
-		if errors.Is(err, records.ErrNoCheckpoints) {
-			return apierr.Invalid("checkpoint", "'checkpoint' must be a checkpoint id (GET /v1/logs/checkpoints)")
-		}
-		if errors.Is(err, records.ErrNotFound) {
-			return apierr.Invalid("checkpoint", fmt.Sprintf("no checkpoint %d", id))
-		}
 		if err != nil {
 			return err
 		}
@@ -209,12 +186,7 @@ func (s *Server) logProof(w http.ResponseWriter, r *http.Request) error {
 	}
 	id := r.PathValue("id")
 	rec, in, err := s.logs().Prove(r.Context(), caller(r), id, c)
-	switch {
-	case errors.Is(err, records.ErrNotFound) && rec.ID == "":
-		return &apierr.Error{Code: apierr.NotFound, Message: fmt.Sprintf("no record %q", id), Err: err}
-	case errors.Is(err, records.ErrNotFound):
-		return apierr.Invalid("checkpoint", fmt.Sprintf("record %d is not in checkpoint %d (records %d–%d)", rec.Seq, c.ID, c.FirstSeq, c.LastSeq))
-	case err != nil:
+	if err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"object": "log.inclusion_proof", "id": rec.ID, "seq": in.Seq, "leaf_index": in.LeafIndex,
@@ -234,9 +206,6 @@ func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	list, err := s.logs().Checkpoints(r.Context(), limit)
-	if errors.Is(err, records.ErrNoCheckpoints) {
-		return apierr.New(apierr.NotFound, err.Error())
-	}
 	if err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"net"
 	"net/http"
 	"regexp"
@@ -157,23 +156,16 @@ func (s *Server) authenticate(r *http.Request, scope auth.Scope) (*http.Request,
 	}
 	h := r.Header.Get("Authorization")
 	if h == "" {
-		return r, apierr.New(apierr.MissingAPIKey, "You didn't provide an API key. Send it in the Authorization header as 'Bearer sk-sov-…'.")
+		return r, auth.ErrMissingKey
 	}
 	secret, ok := strings.CutPrefix(h, "Bearer ")
 	if !ok {
 		return r, apierr.New(apierr.InvalidAPIKey, "The Authorization header must be 'Bearer <API key>'.")
 	}
 	key, err := s.Auth.Authenticate(r.Context(), strings.TrimSpace(secret))
-	switch {
-	case errors.Is(err, auth.ErrMissingKey):
-		return r, apierr.New(apierr.MissingAPIKey, "You didn't provide an API key. Send it in the Authorization header as 'Bearer sk-sov-…'.")
-	case errors.Is(err, auth.ErrRevokedKey):
-		return r, apierr.New(apierr.InvalidAPIKey, "This API key has been revoked.")
-	case errors.Is(err, auth.ErrExpiredKey):
-		return r, apierr.New(apierr.InvalidAPIKey, "This API key has expired.")
-	case errors.Is(err, auth.ErrInvalidKey):
-		return r, apierr.New(apierr.InvalidAPIKey, "Incorrect API key provided.")
-	case err != nil:
+	if err != nil {
+		// auth's refusals are the 401 answers themselves; a store failure
+		// is a 500, not a verdict on the key.
 		return r, err
 	}
 	return authorize(r, key, scope)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
-	"github.com/sovereign-ai/sovereign/internal/generate"
 	"github.com/sovereign-ai/sovereign/internal/openai"
 )
 
@@ -28,9 +27,6 @@ type ModelCatalog interface {
 	Unload(ctx context.Context, id string) (catalog.Model, error)
 	Record(id string, o catalog.Observation)
 }
-
-// catalogError maps the catalog's errors to API errors.
-var catalogError = generate.CatalogError
 
 // model resolves the model a request names, checks that it offers
 // capability and has not been retired, and sets the Deprecation, Sunset
@@ -66,7 +62,7 @@ func (s *Server) getModel(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	m, err := s.Models.Get(r.Context(), id)
 	if err != nil {
-		return catalogError(err, id)
+		return err
 	}
 	return writeJSON(w, http.StatusOK, m)
 }
@@ -80,7 +76,7 @@ func (s *Server) createModel(w http.ResponseWriter, r *http.Request) error {
 	}
 	var spec catalog.Spec
 	if err := catalog.DecodeSpec(body, &spec); err != nil {
-		return catalogError(err, id)
+		return err
 	}
 	if spec.ID != "" && spec.ID != id {
 		return apierr.Invalid("id", fmt.Sprintf("the body's id %q differs from the path's %q", spec.ID, id))
@@ -91,7 +87,7 @@ func (s *Server) createModel(w http.ResponseWriter, r *http.Request) error {
 	}
 	m, err := s.Models.Create(r.Context(), spec)
 	if err != nil {
-		return catalogError(err, id)
+		return err
 	}
 	return writeJSON(w, http.StatusCreated, m)
 }
@@ -105,7 +101,7 @@ func (s *Server) updateModel(w http.ResponseWriter, r *http.Request) error {
 	}
 	m, err := s.Models.Update(r.Context(), id, body)
 	if err != nil {
-		return catalogError(err, id)
+		return err
 	}
 	return writeJSON(w, http.StatusOK, m)
 }
@@ -130,7 +126,7 @@ func readBody(r *http.Request) ([]byte, error) {
 func (s *Server) deleteModel(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	if err := s.Models.Delete(r.Context(), id); err != nil {
-		return catalogError(err, id)
+		return err
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "model", "deleted": true})
 }
@@ -139,7 +135,7 @@ func (s *Server) loadModel(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	m, err := s.Models.Load(r.Context(), id)
 	if err != nil {
-		return catalogError(err, id)
+		return err
 	}
 	return writeJSON(w, http.StatusOK, m)
 }
@@ -148,7 +144,7 @@ func (s *Server) unloadModel(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
 	m, err := s.Models.Unload(r.Context(), id)
 	if err != nil {
-		return catalogError(err, id)
+		return err
 	}
 	return writeJSON(w, http.StatusOK, m)
 }

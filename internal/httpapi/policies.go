@@ -99,19 +99,6 @@ func (s *Server) policiesOn() error {
 	return nil
 }
 
-func policyError(err error, param string) error {
-	var ve *policy.ValidationError
-	switch {
-	case errors.As(err, &ve):
-		return apierr.Invalid(ve.Param, ve.Error())
-	case errors.Is(err, policy.ErrNotFound):
-		return apierr.New(apierr.NotFound, "no such "+param)
-	case errors.Is(err, policy.ErrConflict):
-		return apierr.New(apierr.Conflict, "a policy with this name exists")
-	}
-	return err
-}
-
 // policyBody is a policy as a client writes it: "enabled" defaults to
 // true.
 type policyBody struct {
@@ -135,7 +122,7 @@ func (s *Server) createPolicy(w http.ResponseWriter, r *http.Request) error {
 	}
 	out, err := s.Policies.Create(r.Context(), b.policy())
 	if err != nil {
-		return policyError(err, "policy")
+		return err
 	}
 	return writeJSON(w, http.StatusCreated, out)
 }
@@ -160,7 +147,7 @@ func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) error {
 	}
 	p, err := s.Policies.Get(r.Context(), r.PathValue("id"))
 	if err != nil {
-		return policyError(err, "policy")
+		return err
 	}
 	return writeJSON(w, http.StatusOK, p)
 }
@@ -175,7 +162,7 @@ func (s *Server) updatePolicy(w http.ResponseWriter, r *http.Request) error {
 	}
 	out, err := s.Policies.Update(r.Context(), r.PathValue("id"), b.policy())
 	if err != nil {
-		return policyError(err, "policy")
+		return err
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
@@ -186,7 +173,7 @@ func (s *Server) deletePolicy(w http.ResponseWriter, r *http.Request) error {
 	}
 	id := r.PathValue("id")
 	if err := s.Policies.Delete(r.Context(), id); err != nil {
-		return policyError(err, "policy")
+		return err
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "policy.deleted", "deleted": true})
 }
@@ -213,7 +200,7 @@ func (s *Server) testPolicy(w http.ResponseWriter, r *http.Request) error {
 	case req.PolicyID != "":
 		var err error
 		if p, err = s.Policies.Get(r.Context(), req.PolicyID); err != nil {
-			return policyError(err, "policy")
+			return err
 		}
 	default:
 		return apierr.Invalid("policy", "give the policy to test, or policy_id")
@@ -236,9 +223,13 @@ func (s *Server) testPolicy(w http.ResponseWriter, r *http.Request) error {
 	out, err := policy.Test(p, policy.Input{Stage: stage, RequestID: RequestID(r.Context()), Model: in.Model, Backend: in.Backend,
 		Team: in.TeamID, Key: in.KeyID, User: in.User, Route: in.Route, ModelTags: in.ModelTags, MaxTokens: in.MaxTokens, Text: text, Input: in.Input})
 	if err != nil {
-		var ve *policy.ValidationError
-		if errors.As(err, &ve) {
-			return apierr.Invalid("policy."+ve.Param, ve.Error())
+		// The policy is the request's "policy" member: its fields are
+		// named under it. A copy, as the error may be shared.
+		var e *apierr.Error
+		if errors.As(err, &e) && e.Code == apierr.InvalidRequest && e.Param != "" {
+			c := *e
+			c.Param, c.Err = "policy."+e.Param, err
+			return &c
 		}
 		return err
 	}
@@ -295,9 +286,6 @@ func (s *Server) listDecisions(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	ds, more, err := s.Policies.ListDecisions(r.Context(), f)
-	if errors.Is(err, policy.ErrNotFound) {
-		return apierr.Invalid("after", "'after' is not a policy decision id in this list")
-	}
 	if err != nil {
 		return err
 	}
@@ -318,7 +306,7 @@ func (s *Server) getDecision(w http.ResponseWriter, r *http.Request) error {
 	k, _ := KeyFrom(r.Context())
 	d, err := s.Policies.GetDecision(r.Context(), k.TeamID, r.PathValue("id"), auth.HasScope(k, auth.ScopeAdmin))
 	if err != nil {
-		return policyError(err, "policy decision")
+		return err
 	}
 	return writeJSON(w, http.StatusOK, d)
 }

@@ -5,14 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sort"
-	"strings"
-	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/generate"
-	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/openai"
 )
 
@@ -34,9 +30,6 @@ type rerankResult struct {
 	RelevanceScore float64         `json:"relevance_score"`
 	Document       *rerankDocument `json:"document,omitempty"`
 }
-
-// maxRerankDocuments bounds one rerank request.
-const maxRerankDocuments = 1000
 
 func (s *Server) rerank(w http.ResponseWriter, r *http.Request) error {
 	var req rerankRequest
@@ -97,15 +90,15 @@ func (s *Server) rerankV2(w http.ResponseWriter, r *http.Request) error {
 	})
 }
 
-// rerankDocs validates a rerank request, scores its documents with the
-// model and returns them best first (top_n of them when given).
+// rerankDocs reads the documents (strings or {"text": …} objects), then
+// reranks through the generation service.
 func (s *Server) rerankDocs(w http.ResponseWriter, r *http.Request, req rerankRequest) (catalog.Resolved, []string, []rerankResult, int, error) {
 	var none catalog.Resolved
 	if req.Query == "" {
 		return none, nil, nil, 0, apierr.Invalid("query", "'query' must be a non-empty string")
 	}
-	if len(req.Documents) == 0 || len(req.Documents) > maxRerankDocuments {
-		return none, nil, nil, 0, apierr.Invalid("documents", fmt.Sprintf("'documents' must hold 1 to %d documents", maxRerankDocuments))
+	if len(req.Documents) == 0 || len(req.Documents) > generate.MaxRerankDocuments {
+		return none, nil, nil, 0, apierr.Invalid("documents", fmt.Sprintf("'documents' must hold 1 to %d documents", generate.MaxRerankDocuments))
 	}
 	docs := make([]string, len(req.Documents))
 	for i, raw := range req.Documents {
@@ -114,9 +107,6 @@ func (s *Server) rerankDocs(w http.ResponseWriter, r *http.Request, req rerankRe
 			json.Unmarshal(raw, &d.Text)
 		} else if err := json.NewDecoder(bytes.NewReader(raw)).Decode(&d); err != nil {
 			return none, nil, nil, 0, apierr.Invalid(fmt.Sprintf("documents[%d]", i), "a document must be a string or {\"text\": \"…\"}")
-		}
-		if d.Text == "" {
-			return none, nil, nil, 0, apierr.Invalid(fmt.Sprintf("documents[%d]", i), "a document must not be empty")
 		}
 		docs[i] = d.Text
 	}
@@ -131,36 +121,14 @@ func (s *Server) rerankDocs(w http.ResponseWriter, r *http.Request, req rerankRe
 	if err != nil {
 		return none, nil, nil, 0, err
 	}
-	redact, err := s.admit(r.Context(), w.Header(), m, generate.Gate{Text: req.Query + "\n" + strings.Join(docs, "\n")})
+	ranked, st, err := s.Gen.Rerank(r.Context(), info(r.Context()), m, req.Query, docs, topN)
+	rateHeaders(w.Header(), st)
 	if err != nil {
 		return none, nil, nil, 0, err
 	}
-	if redact != nil {
-		req.Query = redact(req.Query)
-		for i := range docs {
-			docs[i] = redact(docs[i])
-		}
-	}
-	rr, ok := m.Target.(inference.Reranker)
-	if !ok {
-		return none, nil, nil, 0, apierr.Invalid("model", "reranking is not available on this server")
-	}
-	start := time.Now()
-	res, err := rr.Rerank(r.Context(), inference.RerankRequest{Model: m.ID, Query: req.Query, Documents: docs, TopN: topN})
-	s.Gen.Observe(r.Context(), m.ID, catalog.Observation{Latency: time.Since(start), Failed: err != nil})
-	if err != nil {
-		return none, nil, nil, 0, err
-	}
-	if s.Metrics != nil {
-		s.Metrics.AddTokens(m.ID, res.PromptTokens, 0)
-	}
-	sort.SliceStable(res.Results, func(i, j int) bool { return res.Results[i].RelevanceScore > res.Results[j].RelevanceScore })
-	out := make([]rerankResult, 0, len(res.Results))
-	for _, x := range res.Results {
+	out := make([]rerankResult, 0, len(ranked.Results))
+	for _, x := range ranked.Results {
 		out = append(out, rerankResult{Index: x.Index, RelevanceScore: x.RelevanceScore})
 	}
-	if topN > 0 && len(out) > topN {
-		out = out[:topN]
-	}
-	return m, docs, out, res.PromptTokens, nil
+	return m, ranked.Documents, out, ranked.PromptTokens, nil
 }

@@ -47,9 +47,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	if req.PreviousResponseID != "" {
 		prev, err := s.storedResponse(r, req.PreviousResponseID)
 		if err != nil {
-			e := apierr.From(err)
-			e.Param = "previous_response_id"
-			return e
+			return apierr.WithParam(err, "previous_response_id")
 		}
 		if err := json.Unmarshal(prev.Conversation, &history); err != nil {
 			return fmt.Errorf("stored response %s: %w", prev.ID, err)
@@ -74,7 +72,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	}
 	ctx, cancel := withTimeout(r)
 	defer cancel()
-	gen, err := s.answerStream(ctx, m, ans, native)
+	gen, err := s.Gen.Answer(ctx, info(ctx), m, ans, native)
 	if err != nil {
 		return openai.ResponseParam(err)
 	}
@@ -205,11 +203,7 @@ func (s *Server) storedResponse(r *http.Request, id string) (responses.Stored, e
 	if s.Responses == nil {
 		return responses.Stored{}, apierr.New(apierr.NotFound, fmt.Sprintf("no response %q: this server keeps no responses", id))
 	}
-	st, err := s.kept().Get(r.Context(), caller(r), id)
-	if errors.Is(err, responses.ErrNotFound) {
-		return st, apierr.New(apierr.NotFound, fmt.Sprintf("no response %q (responses are kept only with \"store\": true, for the team that made them)", id))
-	}
-	return st, err
+	return s.kept().Get(r.Context(), caller(r), id)
 }
 
 func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) error {

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sovereign-ai/sovereign/internal/answers"
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/openai"
@@ -21,11 +20,11 @@ import (
 // Sources is what the collection routes need of the sources service.
 type Sources interface {
 	CreateCollection(ctx context.Context, c sources.Collection) (sources.Collection, error)
-	GetCollection(ctx context.Context, id string) (sources.Collection, error)
+	Collection(ctx context.Context, teamID, id string) (sources.Collection, error)
 	ListCollections(ctx context.Context, teamID string) ([]sources.Collection, error)
 	DeleteCollection(ctx context.Context, id string) error
 	Ingest(ctx context.Context, c sources.Collection, d sources.Document) (sources.Document, error)
-	GetDocument(ctx context.Context, id string) (sources.Document, error)
+	Document(ctx context.Context, c sources.Collection, id string) (sources.Document, error)
 	ListDocuments(ctx context.Context, collectionID string) ([]sources.Document, error)
 	DeleteDocument(ctx context.Context, d sources.Document) error
 	Search(ctx context.Context, cols []sources.Collection, query string, o sources.SearchOptions) ([]sources.Hit, error)
@@ -92,36 +91,18 @@ func documentObject(d sources.Document) DocumentObject {
 	return o
 }
 
-func sourcesError(err error, what, id string) error {
-	switch {
-	case errors.Is(err, sources.ErrNotFound):
-		return &apierr.Error{Code: apierr.NotFound, Message: fmt.Sprintf("no %s %q", what, id), Err: err}
-	case errors.Is(err, sources.ErrConflict):
-		return &apierr.Error{Code: apierr.Conflict, Message: fmt.Sprintf("your team already has a %s named %q", what, id), Err: err}
-	}
-	return err
-}
-
 func teamOf(r *http.Request) string {
 	k, _ := KeyFrom(r.Context())
 	return k.TeamID
 }
 
-// collection returns the path's collection when it belongs to the caller's
-// team; another team's collection is reported as missing.
+// collection returns the path's collection when it belongs to the
+// caller's team (the sources service checks).
 func (s *Server) collection(r *http.Request) (sources.Collection, error) {
 	if err := s.sourcesOn(); err != nil {
 		return sources.Collection{}, err
 	}
-	id := r.PathValue("id")
-	c, err := s.Sources.GetCollection(r.Context(), id)
-	if err == nil && c.TeamID != teamOf(r) {
-		err = sources.ErrNotFound
-	}
-	if err != nil {
-		return c, sourcesError(err, "collection", id)
-	}
-	return c, nil
+	return s.Sources.Collection(r.Context(), teamOf(r), r.PathValue("id"))
 }
 
 const maxMetadataKeys = 32
@@ -169,7 +150,7 @@ func (s *Server) createCollection(w http.ResponseWriter, r *http.Request) error 
 	}
 	c, err := s.Sources.CreateCollection(r.Context(), sources.Collection{TeamID: teamOf(r), Name: req.Name, Description: req.Description, EmbeddingModel: m.ID, Metadata: req.Metadata})
 	if err != nil {
-		return sourcesError(err, "collection", req.Name)
+		return err
 	}
 	return writeJSON(w, http.StatusCreated, collectionObject(c))
 }
@@ -203,7 +184,7 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	if err := s.Sources.DeleteCollection(r.Context(), c.ID); err != nil {
-		return sourcesError(err, "collection", c.ID)
+		return err
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"id": c.ID, "object": "collection", "deleted": true})
 }
@@ -244,7 +225,7 @@ func (s *Server) createDocument(w http.ResponseWriter, r *http.Request) error {
 	}
 	out, err := s.Sources.Ingest(r.Context(), c, d)
 	if err != nil {
-		return sourcesError(err, "collection", c.ID)
+		return err
 	}
 	return writeJSON(w, http.StatusAccepted, documentObject(out))
 }
@@ -314,21 +295,13 @@ func (s *Server) uploadedDocument(r *http.Request) (sources.Document, error) {
 }
 
 // document returns the path's document when it is in the path's
-// collection of the caller's team.
+// collection of the caller's team (the sources service checks).
 func (s *Server) document(r *http.Request) (sources.Document, error) {
 	c, err := s.collection(r)
 	if err != nil {
 		return sources.Document{}, err
 	}
-	id := r.PathValue("doc")
-	d, err := s.Sources.GetDocument(r.Context(), id)
-	if err == nil && d.CollectionID != c.ID {
-		err = sources.ErrNotFound
-	}
-	if err != nil {
-		return d, sourcesError(err, "document", id)
-	}
-	return d, nil
+	return s.Sources.Document(r.Context(), c, r.PathValue("doc"))
 }
 
 func (s *Server) listDocuments(w http.ResponseWriter, r *http.Request) error {
@@ -361,7 +334,7 @@ func (s *Server) deleteDocument(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := s.Sources.DeleteDocument(r.Context(), d); err != nil {
-		return sourcesError(err, "document", d.ID)
+		return err
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"id": d.ID, "object": "document", "deleted": true})
 }
@@ -407,8 +380,8 @@ func (s *Server) searchOptions(w http.ResponseWriter, r *http.Request, topK *int
 	if model != "" {
 		m, err := s.model(w, r, model, "rerank")
 		if err != nil {
-			if e := (*apierr.Error)(nil); errors.As(err, &e) && e.Param == "model" {
-				e.Param = "rerank"
+			if apierr.From(err).Param == "model" {
+				return o, apierr.WithParam(err, "rerank")
 			}
 			return o, err
 		}
@@ -416,26 +389,6 @@ func (s *Server) searchOptions(w http.ResponseWriter, r *http.Request, topK *int
 	}
 	return o, nil
 }
-
-// SearchResult is one chunk found by POST /v1/collections/{id}/search.
-type SearchResult struct {
-	Object       string   `json:"object"`
-	ChunkID      string   `json:"chunk_id"`
-	DocumentID   string   `json:"document_id"`
-	CollectionID string   `json:"collection_id"`
-	Title        string   `json:"title"`
-	URL          string   `json:"url"`
-	Text         string   `json:"text"`
-	Start        int      `json:"start"`
-	End          int      `json:"end"`
-	Score        float64  `json:"score"`
-	VectorScore  *float32 `json:"vector_score"`
-	KeywordScore *float64 `json:"keyword_score"`
-	RerankScore  *float64 `json:"rerank_score,omitempty"`
-}
-
-// ChunkRef is the public id of a chunk.
-func ChunkRef(id int64) string { return answers.ChunkRef(id) }
 
 const maxTopK = 100
 
@@ -460,11 +413,9 @@ func (s *Server) searchCollection(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	data := make([]SearchResult, len(hits))
+	data := make([]sources.Result, len(hits))
 	for i, h := range hits {
-		data[i] = SearchResult{Object: "search_result", ChunkID: ChunkRef(h.Chunk.ID), DocumentID: h.Chunk.DocumentID, CollectionID: h.Chunk.CollectionID,
-			Title: h.Document.Title, URL: h.Document.URL, Text: h.Chunk.Text, Start: h.Chunk.Start, End: h.Chunk.End,
-			Score: h.Score, VectorScore: h.Vector, KeywordScore: h.Keyword, RerankScore: h.Rerank}
+		data[i] = h.Result()
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data, "search_ms": float64(time.Since(start).Microseconds()) / 1000})
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +18,7 @@ import (
 )
 
 // memSources is a function-field-free in-memory Sources for routing tests.
+// Its errors are worded as the SQL store's, which handlers pass on.
 type memSources struct {
 	cols map[string]sources.Collection
 	docs map[string]sources.Document
@@ -25,17 +27,17 @@ type memSources struct {
 func (m *memSources) CreateCollection(_ context.Context, c sources.Collection) (sources.Collection, error) {
 	for _, o := range m.cols {
 		if o.TeamID == c.TeamID && o.Name == c.Name {
-			return c, sources.ErrConflict
+			return c, apierr.Wrapf(sources.ErrConflict, "your team already has a collection named %q", c.Name)
 		}
 	}
 	c.ID = sources.NewID("col_")
 	m.cols[c.ID] = c
 	return c, nil
 }
-func (m *memSources) GetCollection(_ context.Context, id string) (sources.Collection, error) {
+func (m *memSources) Collection(_ context.Context, team, id string) (sources.Collection, error) {
 	c, ok := m.cols[id]
-	if !ok {
-		return c, sources.ErrNotFound
+	if !ok || c.TeamID != team {
+		return c, apierr.Wrapf(sources.ErrNotFound, "no collection %q", id)
 	}
 	return c, nil
 }
@@ -57,10 +59,10 @@ func (m *memSources) Ingest(_ context.Context, c sources.Collection, d sources.D
 	m.docs[d.ID] = d
 	return d, nil
 }
-func (m *memSources) GetDocument(_ context.Context, id string) (sources.Document, error) {
+func (m *memSources) Document(_ context.Context, c sources.Collection, id string) (sources.Document, error) {
 	d, ok := m.docs[id]
-	if !ok {
-		return d, sources.ErrNotFound
+	if !ok || d.CollectionID != c.ID {
+		return d, apierr.Wrapf(sources.ErrNotFound, "no document %q", id)
 	}
 	return d, nil
 }
@@ -100,8 +102,9 @@ func TestCollectionsAreTeamScoped(t *testing.T) {
 		t.Fatalf("create: %d %v", resp.StatusCode, col)
 	}
 	id := col["id"].(string)
-	if resp, _ := do(t, srv, "POST", "/v1/collections", "sk-sov-a", `{"name":"facts"}`); resp.StatusCode != 409 {
-		t.Fatalf("duplicate: %d", resp.StatusCode)
+	if resp, body := do(t, srv, "POST", "/v1/collections", "sk-sov-a", `{"name":" facts "}`); resp.StatusCode != 409 ||
+		envelopeMessage(body) != `your team already has a collection named "facts"` {
+		t.Fatalf("duplicate: %d %v", resp.StatusCode, body)
 	}
 	if resp, body := do(t, srv, "POST", "/v1/collections", "sk-sov-a", `{"name":"x","embedding_model":"chat"}`); resp.StatusCode != 400 || errCode(body) != "invalid_request_error" {
 		t.Fatalf("chat model as embedder: %d %v", resp.StatusCode, body)
@@ -131,7 +134,8 @@ func TestCollectionsAreTeamScoped(t *testing.T) {
 		{"GET", "/v1/collections/" + id + "/documents/" + docID, ""},
 		{"DELETE", "/v1/collections/" + id + "/documents/" + docID, ""},
 	} {
-		if resp, body := do(t, srv, c.method, c.path, "sk-sov-b", c.body); resp.StatusCode != 404 || errCode(body) != "not_found" {
+		if resp, body := do(t, srv, c.method, c.path, "sk-sov-b", c.body); resp.StatusCode != 404 || errCode(body) != "not_found" ||
+			envelopeMessage(body) != fmt.Sprintf("no collection %q", id) {
 			t.Errorf("team B %s %s: %d %v", c.method, c.path, resp.StatusCode, body)
 		}
 	}
@@ -140,8 +144,9 @@ func TestCollectionsAreTeamScoped(t *testing.T) {
 	}
 	// A document id from another collection is not found under this one.
 	_, other := do(t, srv, "POST", "/v1/collections", "sk-sov-a", `{"name":"other"}`)
-	if resp, _ := do(t, srv, "GET", "/v1/collections/"+other["id"].(string)+"/documents/"+docID, "sk-sov-a", ""); resp.StatusCode != 404 {
-		t.Fatalf("document through another collection: %d", resp.StatusCode)
+	if resp, body := do(t, srv, "GET", "/v1/collections/"+other["id"].(string)+"/documents/"+docID, "sk-sov-a", ""); resp.StatusCode != 404 ||
+		envelopeMessage(body) != fmt.Sprintf("no document %q", docID) {
+		t.Fatalf("document through another collection: %d %v", resp.StatusCode, body)
 	}
 }
 
@@ -188,4 +193,11 @@ func TestUploadKeepsExtractorStatus(t *testing.T) {
 			t.Fatalf("%s: %v", name, body)
 		}
 	}
+}
+
+// envelopeMessage is the message of an error envelope.
+func envelopeMessage(body map[string]any) string {
+	e, _ := body["error"].(map[string]any)
+	m, _ := e["message"].(string)
+	return m
 }

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"errors"
 	"net/http"
 	"time"
 
@@ -73,24 +72,6 @@ func attemptJSON(a webhook.Attempt) AttemptJSON {
 	return out
 }
 
-// webhookError maps the service's errors to the API's.
-func webhookError(err error, what, id string) error {
-	var ve *webhook.ValidationError
-	var fe *webhook.ForbiddenError
-	var ce *webhook.ConflictError
-	switch {
-	case errors.As(err, &ve):
-		return apierr.Invalid(ve.Param, ve.Message)
-	case errors.As(err, &fe):
-		return &apierr.Error{Code: apierr.PermissionDenied, Param: fe.Param, Message: fe.Message}
-	case errors.As(err, &ce):
-		return &apierr.Error{Code: apierr.Conflict, Message: ce.Message}
-	case errors.Is(err, webhook.ErrNotFound):
-		return apierr.New(apierr.NotFound, "No "+what+" '"+id+"'.")
-	}
-	return err
-}
-
 func (s *Server) webhooksOn() error {
 	if s.Webhooks == nil {
 		return apierr.New(apierr.NotFound, "this server delivers no webhooks")
@@ -103,20 +84,7 @@ func (s *Server) webhookOf(r *http.Request) (webhook.Webhook, error) {
 	if err := s.webhooksOn(); err != nil {
 		return webhook.Webhook{}, err
 	}
-	id := r.PathValue("id")
-	w, err := s.Webhooks.GetWebhook(r.Context(), caller(r), id)
-	return w, webhookError(err, "webhook", id)
-}
-
-// webhookErrorOf maps an error about the path's webhook (or its
-// delivery) to the API's, naming the one not found.
-func (s *Server) webhookErrorOf(r *http.Request, err error) error {
-	if errors.Is(err, webhook.ErrNotFound) && r.PathValue("delivery_id") != "" {
-		if _, werr := s.Webhooks.GetWebhook(r.Context(), caller(r), r.PathValue("id")); werr == nil {
-			return webhookError(err, "delivery", r.PathValue("delivery_id"))
-		}
-	}
-	return webhookError(err, "webhook", r.PathValue("id"))
+	return s.Webhooks.GetWebhook(r.Context(), caller(r), r.PathValue("id"))
 }
 
 // mayAudit reports whether the caller may subscribe to audit.triggered.
@@ -142,7 +110,7 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	wh, err := s.Webhooks.Create(r.Context(), webhook.CreateParams{TeamID: teamOf(r), URL: req.URL, Events: req.Events,
 		Description: req.Description, Audit: mayAudit(r)})
 	if err != nil {
-		return webhookError(err, "webhook", "")
+		return err
 	}
 	v := webhook.ViewOf(wh)
 	v.Secret = wh.Secret
@@ -194,7 +162,7 @@ func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 	wh, err := s.Webhooks.Update(r.Context(), caller(r), r.PathValue("id"), webhook.UpdateParams{URL: req.URL, Events: req.Events, Description: req.Description,
 		Enabled: req.Enabled, Audit: mayAudit(r)})
 	if err != nil {
-		return webhookError(err, "webhook", r.PathValue("id"))
+		return err
 	}
 	return writeJSON(w, http.StatusOK, webhook.ViewOf(wh))
 }
@@ -205,7 +173,7 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
 	}
 	id := r.PathValue("id")
 	if err := s.Webhooks.Delete(r.Context(), caller(r), id); err != nil {
-		return webhookError(err, "webhook", id)
+		return err
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "webhook", "deleted": true})
 }
@@ -233,7 +201,7 @@ func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) err
 	}
 	wh, err := s.Webhooks.Rotate(r.Context(), caller(r), r.PathValue("id"), grace)
 	if err != nil {
-		return webhookError(err, "webhook", r.PathValue("id"))
+		return err
 	}
 	v := webhook.ViewOf(wh)
 	v.Secret = wh.Secret
@@ -251,7 +219,7 @@ func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) e
 	}
 	ds, more, err := s.Webhooks.ListDeliveries(r.Context(), caller(r), webhook.DeliveryFilter{WebhookID: r.PathValue("id"), Status: q.Get("status"), After: q.Get("after"), Limit: limit})
 	if err != nil {
-		return s.webhookErrorOf(r, err)
+		return err
 	}
 	data := make([]DeliveryJSON, len(ds))
 	for i, d := range ds {
@@ -266,7 +234,7 @@ func (s *Server) getWebhookDelivery(w http.ResponseWriter, r *http.Request) erro
 	}
 	d, as, err := s.Webhooks.DeliveryAttempts(r.Context(), caller(r), r.PathValue("id"), r.PathValue("delivery_id"))
 	if err != nil {
-		return s.webhookErrorOf(r, err)
+		return err
 	}
 	out := deliveryJSON(d)
 	list := make([]AttemptJSON, len(as))
@@ -283,7 +251,7 @@ func (s *Server) redeliverWebhook(w http.ResponseWriter, r *http.Request) error 
 	}
 	nd, err := s.Webhooks.Redeliver(r.Context(), caller(r), r.PathValue("id"), r.PathValue("delivery_id"))
 	if err != nil {
-		return s.webhookErrorOf(r, err)
+		return err
 	}
 	return writeJSON(w, http.StatusAccepted, deliveryJSON(nd))
 }

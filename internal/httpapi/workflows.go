@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"time"
 
@@ -124,26 +123,6 @@ func approvalJSON(a workflow.Approval) ApprovalJSON {
 	return out
 }
 
-// workflowError maps the service's errors to the API's.
-func workflowError(err error, what, id string) error {
-	var ve *workflow.ValidationError
-	var ce *workflow.ConflictError
-	var fe *workflow.ForbiddenError
-	switch {
-	case errors.As(err, &ve):
-		return apierr.Invalid(ve.Param, ve.Message)
-	case errors.As(err, &ce):
-		return &apierr.Error{Code: apierr.Conflict, Message: ce.Message}
-	case errors.As(err, &fe):
-		return &apierr.Error{Code: apierr.PermissionDenied, Message: fe.Message}
-	case errors.Is(err, workflow.ErrNotFound):
-		return apierr.New(apierr.NotFound, "No "+what+" '"+id+"'.")
-	case errors.Is(err, workflow.ErrConflict):
-		return &apierr.Error{Code: apierr.Conflict, Message: "The " + what + " changed meanwhile; read it again."}
-	}
-	return err
-}
-
 func (s *Server) workflowsOn() error {
 	if s.Workflows == nil {
 		return apierr.New(apierr.NotFound, "this server runs no workflows")
@@ -156,9 +135,7 @@ func (s *Server) definition(r *http.Request) (workflow.Definition, error) {
 	if err := s.workflowsOn(); err != nil {
 		return workflow.Definition{}, err
 	}
-	id := r.PathValue("id")
-	d, err := s.Workflows.GetWorkflow(r.Context(), caller(r), id)
-	return d, workflowError(err, "workflow", id)
+	return s.Workflows.GetWorkflow(r.Context(), caller(r), r.PathValue("id"))
 }
 
 // caller is the request's key: the identity every service method checks
@@ -194,16 +171,15 @@ func (s *Server) createWorkflow(w http.ResponseWriter, r *http.Request) error {
 	}
 	d, err := s.Workflows.Create(r.Context(), teamOf(r), req.Name, req.Description, req.Definition)
 	if err != nil {
-		return prefixed(workflowError(err, "workflow", ""), "definition.")
+		return prefixed(err, "definition.")
 	}
 	return writeJSON(w, http.StatusCreated, workflowJSON(d))
 }
 
 // prefixed puts a definition's field path under the request's member.
 func prefixed(err error, prefix string) error {
-	var e *apierr.Error
-	if errors.As(err, &e) && e.Code == apierr.InvalidRequest && e.Param != "" && e.Param != "name" && e.Param != "description" {
-		e.Param = prefix + e.Param
+	if e := apierr.From(err); e.Code == apierr.InvalidRequest && e.Param != "" && e.Param != "name" && e.Param != "description" {
+		return apierr.WithParam(err, prefix+e.Param)
 	}
 	return err
 }
@@ -249,7 +225,7 @@ func (s *Server) updateWorkflow(w http.ResponseWriter, r *http.Request) error {
 	}
 	d, err := s.Workflows.Update(r.Context(), caller(r), id, req.Name, req.Description, req.Definition)
 	if err != nil {
-		return prefixed(workflowError(err, "workflow", id), "definition.")
+		return prefixed(err, "definition.")
 	}
 	return writeJSON(w, http.StatusOK, workflowJSON(d))
 }
@@ -260,7 +236,7 @@ func (s *Server) deleteWorkflow(w http.ResponseWriter, r *http.Request) error {
 	}
 	id := r.PathValue("id")
 	if err := s.Workflows.DeleteWorkflow(r.Context(), caller(r), id); err != nil {
-		return workflowError(err, "workflow", id)
+		return err
 	}
 	return writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "workflow.deleted", "deleted": true})
 }
@@ -269,16 +245,15 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) error {
 	if err := s.workflowsOn(); err != nil {
 		return err
 	}
-	id := r.PathValue("id")
 	var req struct {
 		Input json.RawMessage `json:"input"`
 	}
 	if err := decodeStrict(r.Body, &req); err != nil {
 		return err
 	}
-	run, err := s.Workflows.Start(r.Context(), caller(r), id, req.Input)
+	run, err := s.Workflows.Start(r.Context(), caller(r), r.PathValue("id"), req.Input)
 	if err != nil {
-		return workflowError(err, "workflow", id)
+		return err
 	}
 	return writeJSON(w, http.StatusCreated, runJSON(run))
 }
@@ -288,9 +263,7 @@ func (s *Server) run(r *http.Request) (workflow.Run, error) {
 	if err := s.workflowsOn(); err != nil {
 		return workflow.Run{}, err
 	}
-	id := r.PathValue("id")
-	run, err := s.Workflows.GetRun(r.Context(), caller(r), id)
-	return run, workflowError(err, "workflow run", id)
+	return s.Workflows.GetRun(r.Context(), caller(r), r.PathValue("id"))
 }
 
 var runStates = []string{workflow.RunQueued, workflow.RunRunning, workflow.RunWaitingApproval, workflow.RunSucceeded, workflow.RunFailed, workflow.RunCancelled}
@@ -340,10 +313,9 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
 	if err := s.workflowsOn(); err != nil {
 		return err
 	}
-	id := r.PathValue("id")
-	run, err := s.Workflows.Cancel(r.Context(), caller(r), id)
+	run, err := s.Workflows.Cancel(r.Context(), caller(r), r.PathValue("id"))
 	if err != nil {
-		return workflowError(err, "workflow run", id)
+		return err
 	}
 	return writeJSON(w, http.StatusOK, runJSON(run))
 }
@@ -391,9 +363,7 @@ func (s *Server) approval(r *http.Request) (workflow.Approval, error) {
 	if err := s.workflowsOn(); err != nil {
 		return workflow.Approval{}, err
 	}
-	id := r.PathValue("id")
-	a, err := s.Workflows.GetApproval(r.Context(), caller(r), id)
-	return a, workflowError(err, "approval", id)
+	return s.Workflows.GetApproval(r.Context(), caller(r), r.PathValue("id"))
 }
 
 var approvalStates = []string{workflow.ApprovalPending, workflow.ApprovalApproved, workflow.ApprovalRejected, workflow.ApprovalExpired}
@@ -434,7 +404,6 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) error {
 	if err := s.workflowsOn(); err != nil {
 		return err
 	}
-	id := r.PathValue("id")
 	var req struct {
 		Decision string `json:"decision"`
 		Comment  string `json:"comment"`
@@ -445,9 +414,9 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) error {
 	if req.Decision != "approve" && req.Decision != "reject" {
 		return apierr.Invalid("decision", "'decision' is approve or reject")
 	}
-	a, err := s.Workflows.Decide(r.Context(), caller(r), id, req.Decision == "approve", req.Comment)
+	a, err := s.Workflows.Decide(r.Context(), caller(r), r.PathValue("id"), req.Decision == "approve", req.Comment)
 	if err != nil {
-		return workflowError(err, "approval", id)
+		return err
 	}
 	return writeJSON(w, http.StatusOK, approvalJSON(a))
 }

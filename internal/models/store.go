@@ -25,6 +25,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 )
 
 // File names inside a model directory.
@@ -55,11 +57,16 @@ const staleStaging = 24 * time.Hour
 
 // ErrNotFound is returned (wrapped) by [Store.Get] and [Store.Remove] when no
 // model with the requested id is in the store. Test for it with errors.Is.
-var ErrNotFound = errors.New("model not found")
+// It is an API error kind (HTTP 404 model_not_found): its text is the
+// wrapping's, as the CLI has always printed it, and since that names the
+// store's directory, the catalog words it anew before a client sees it.
+var ErrNotFound = apierr.Kind(apierr.Error{Code: apierr.ModelNotFound, Param: "model", Message: "model not found"})
 
 // ErrInvalidID is returned (wrapped) when a model id is empty or contains
-// characters that are not allowed in a directory name of the store.
-var ErrInvalidID = errors.New("invalid model id")
+// characters that are not allowed in a directory name of the store. It is
+// an API error kind (HTTP 400 naming "model") whose message is the
+// wrapping's, which says what a valid id is.
+var ErrInvalidID = apierr.Kind(apierr.Error{Code: apierr.InvalidRequest, Param: "model", Message: "invalid model id"})
 
 // Manifest describes one model in the store. It is stored as
 // <modelsDir>/<id>/manifest.json.

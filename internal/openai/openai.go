@@ -501,9 +501,8 @@ func (r *CompletionRequest) NativeAll() ([]inference.CompletionRequest, error) {
 		}
 		one, err := sub.Native()
 		if err != nil {
-			var ae *apierr.Error
-			if errors.As(err, &ae) && ae.Param == "prompt" {
-				ae.Param = fmt.Sprintf("prompt[%d]", i)
+			if apierr.From(err).Param == "prompt" {
+				return nil, apierr.WithParam(err, fmt.Sprintf("prompt[%d]", i))
 			}
 			return nil, err
 		}

@@ -18,6 +18,7 @@ import (
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/ext"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/policy/pii"
 )
 
@@ -46,21 +47,14 @@ const (
 	MaxDetectors = 32
 )
 
-// ValidationError reports what is wrong with a policy: Param names the
+// invalid reports what is wrong with a policy as a 400: param names the
 // field (as the OpenAI error envelope's "param": "name", "scope_id",
-// "detectors.my_kind", "rules[2].when", …) and Message says what is wrong,
-// fit to show to the client. For a rule's condition Message starts with
-// the CEL position, line:column (1-based), then cel-go's message.
-type ValidationError struct {
-	Param   string
-	Message string
-}
-
-// Error returns the message prefixed with the parameter.
-func (e *ValidationError) Error() string { return e.Param + ": " + e.Message }
-
-func invalid(param, format string, args ...any) *ValidationError {
-	return &ValidationError{Param: param, Message: fmt.Sprintf(format, args...)}
+// "detectors.my_kind", "rules[2].when", …) and the message, fit to show
+// to the client, starts with it too ("rules[2].when: 1:7: …"), as the API
+// has always answered. For a rule's condition the message then gives the
+// CEL position, line:column (1-based), and cel-go's message.
+func invalid(param, format string, args ...any) *apierr.Error {
+	return apierr.Invalid(param, param+": "+fmt.Sprintf(format, args...))
 }
 
 // The CEL variables a rule can read.
@@ -170,10 +164,10 @@ func Validate(p Policy) error {
 	return err
 }
 
-// Compile validates p and compiles its rules. Errors: *ValidationError
-// for the first problem found (fields in order: name, description, scope,
-// scope_id, detectors, rules), or an internal error if the CEL
-// environment cannot be built. Enabled is not looked at.
+// Compile validates p and compiles its rules. Errors: a 400 naming the
+// field (see invalid) for the first problem found (fields in order: name,
+// description, scope, scope_id, detectors, rules), or an internal error if
+// the CEL environment cannot be built. Enabled is not looked at.
 func Compile(p Policy) (*Compiled, error) {
 	if err := checkText("name", p.Name, 100, true); err != nil {
 		return nil, err
@@ -233,7 +227,7 @@ func Compile(p Policy) (*Compiled, error) {
 }
 
 // checkText checks a required or optional free-text field.
-func checkText(param, s string, max int, required bool) *ValidationError {
+func checkText(param, s string, max int, required bool) *apierr.Error {
 	switch {
 	case required && strings.TrimSpace(s) == "":
 		return invalid(param, "is required")
@@ -335,7 +329,7 @@ func (c *Compiled) compileRule(env *cel.Env, param string, r Rule) (cr *rule, er
 	}()
 	ast, iss := env.Compile(r.When)
 	if iss.Err() != nil {
-		return nil, &ValidationError{Param: param, Message: CELMessage(iss)}
+		return nil, invalid(param, "%s", CELMessage(iss))
 	}
 	if t := ast.OutputType(); !t.IsExactType(types.BoolType) {
 		return nil, invalid(param, "the expression is of type %s; a condition must be a bool", t)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/policy"
 )
 
@@ -110,15 +111,17 @@ func TestCompileErrors(t *testing.T) {
 			p := valid()
 			c.edit(&p)
 			_, err := policy.Compile(p)
-			var ve *policy.ValidationError
-			if !errors.As(err, &ve) {
-				t.Fatalf("err = %v, want a *ValidationError", err)
+			var ve *apierr.Error
+			if !errors.As(err, &ve) || ve.Code != apierr.InvalidRequest {
+				t.Fatalf("err = %v, want a 400", err)
 			}
 			if ve.Param != c.param || !strings.Contains(ve.Message, c.message) {
 				t.Fatalf("got %q: %q, want %q: …%s…", ve.Param, ve.Message, c.param, c.message)
 			}
-			if ve.Error() != ve.Param+": "+ve.Message {
-				t.Errorf("Error() = %q", ve.Error())
+			// The message starts with the field, as the API has always
+			// answered.
+			if !strings.HasPrefix(ve.Message, ve.Param+": ") {
+				t.Errorf("Message = %q", ve.Message)
 			}
 		})
 	}
@@ -133,7 +136,7 @@ func TestCompileShadowing(t *testing.T) {
 	}
 	// … but outside the loop it is.
 	p.Rules[0].When = `model_tags.exists(output, output == "eu") || output == ""`
-	var ve *policy.ValidationError
+	var ve *apierr.Error
 	if err := policy.Validate(p); !errors.As(err, &ve) || !strings.Contains(ve.Message, "1:46: output") {
 		t.Fatalf("err = %v", err)
 	}
@@ -161,9 +164,9 @@ func FuzzCompile(f *testing.F) {
 			}
 			return
 		}
-		var ve *policy.ValidationError
-		if !errors.As(err, &ve) || ve.Param != "rules[0].when" {
-			t.Fatalf("Compile(%q) = %v, want a *ValidationError for rules[0].when", when, err)
+		var ve *apierr.Error
+		if !errors.As(err, &ve) || ve.Code != apierr.InvalidRequest || ve.Param != "rules[0].when" {
+			t.Fatalf("Compile(%q) = %v, want a 400 for rules[0].when", when, err)
 		}
 	})
 }

@@ -47,7 +47,7 @@ func (g *group) add(c *Compiled) {
 // NewSet compiles the enabled policies. They are evaluated deployment
 // policies first, then team policies, then key policies; within a scope in
 // the order given (the store lists oldest first). Errors: a policy that
-// does not compile (the error names it and wraps its *ValidationError).
+// does not compile (the error names it and wraps its 400, see invalid).
 func NewSet(policies []Policy) (*Set, error) {
 	s, err := newSet()
 	if err != nil {
@@ -93,7 +93,7 @@ func scoped(m map[string]*group, id string) *group {
 
 // Test evaluates p alone on in, whether it is enabled or not and whatever
 // its scope (a dry run of a possibly unsaved policy). Errors: p does not
-// compile (*ValidationError).
+// compile (a 400 naming the field, see invalid).
 func Test(p Policy, in Input) (Outcome, error) {
 	c, err := Compile(p)
 	if err != nil {

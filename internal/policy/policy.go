@@ -7,7 +7,7 @@
 // itself.
 //
 // Policies are compiled once (Compile type-checks every rule and reports
-// a *ValidationError naming the field) and gathered in a Set, which the
+// a 400 naming the field, an *apierr.Error) and gathered in a Set, which the
 // request path evaluates: Evaluate runs the rules that apply to a request
 // in a fixed order and returns an Outcome. PII detection (internal/policy/pii)
 // only runs when a rule that applies needs it, and at most once per set of
@@ -18,9 +18,9 @@ package policy
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/policy/pii"
 )
@@ -224,11 +224,14 @@ type DecisionFilter struct {
 var (
 	// ErrNotFound is returned for a policy or decision that does not
 	// exist (or is another team's decision), and for a cursor that is not
-	// a visible decision.
-	ErrNotFound = errors.New("not found")
-	// ErrConflict is returned (wrapped) for a policy name already taken;
-	// it is auth.ErrConflict, which the store reports for every unique
-	// violation.
+	// a visible decision (HTTP 404). The store words what is missing
+	// (apierr.Wrapf: "no such policy decision"), or for a cursor answers
+	// the 400 naming "after" that wraps it.
+	ErrNotFound = apierr.New(apierr.NotFound, "no such policy")
+	// ErrConflict is returned (wrapped) for a policy name already taken
+	// (HTTP 409); it is auth.ErrConflict, which the store reports for every
+	// unique violation, and the store words it ("a policy with this name
+	// exists").
 	ErrConflict = auth.ErrConflict
 )
 

@@ -15,12 +15,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 )
 
 // Record is one API call.
@@ -99,9 +100,12 @@ func (r Record) ComputeHash(prev string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// ErrNotFound is returned for a record that does not exist or is another
-// team's.
-var ErrNotFound = errors.New("record not found")
+// ErrNotFound is returned for a record (or checkpoint) that does not
+// exist or is another team's. It is an API error (internal/apierr): the
+// store wraps it with a message naming the record (apierr.Wrapf), and the
+// Reader turns it into the parameter's error where it means a bad cursor
+// or checkpoint rather than a missing record.
+var ErrNotFound = apierr.New(apierr.NotFound, "record not found")
 
 // Filter selects records, newest first.
 type Filter struct {

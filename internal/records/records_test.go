@@ -11,6 +11,7 @@ import (
 
 	"github.com/transparency-dev/merkle/testonly"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
 )
 
@@ -205,5 +206,76 @@ func TestReaderScopesToTheCallersTeam(t *testing.T) {
 		if !errors.Is(err, c.err) || err == nil && (got.TeamID != c.team || got.AllTeams != c.allTeams) {
 			t.Errorf("%s with %+v: %+v %v", c.key.ID, c.in, got, err)
 		}
+	}
+}
+
+// apiStore answers as the SQL store does: an unknown cursor or record is
+// ErrNotFound wrapped naming it, and it keeps no checkpoint but
+// checkpoint 1 (records 1–2).
+type apiStore struct{ memStore }
+
+func (s *apiStore) ListRecords(_ context.Context, f Filter) ([]Record, bool, error) {
+	return nil, false, apierr.Wrapf(ErrNotFound, "no record %q", f.After)
+}
+func (s *apiStore) GetRecord(_ context.Context, _, id string, _ bool) (Record, error) {
+	if id != "req_5" {
+		return Record{}, apierr.Wrapf(ErrNotFound, "no record %q", id)
+	}
+	return Record{ID: id, Seq: 5}, nil
+}
+func (s *apiStore) AddCheckpoint(context.Context, *StoredCheckpoint) error { return nil }
+func (s *apiStore) ListCheckpoints(context.Context, int) ([]StoredCheckpoint, error) {
+	return nil, nil
+}
+func (s *apiStore) GetCheckpoint(_ context.Context, id int64) (StoredCheckpoint, error) {
+	if id != 1 {
+		return StoredCheckpoint{}, apierr.Wrapf(ErrNotFound, "no checkpoint %d", id)
+	}
+	return StoredCheckpoint{ID: 1, FirstSeq: 1, LastSeq: 2}, nil
+}
+
+// TestReaderErrorsForClients: the reader's errors are the API's, with the
+// parameter at fault where a missing record means a bad request (a cursor,
+// a checkpoint) rather than a missing resource.
+func TestReaderErrorsForClients(t *testing.T) {
+	ctx := context.Background()
+	member := auth.Key{ID: "key_m", TeamID: "team_a", Scopes: []auth.Scope{auth.ScopeRecordsRead}}
+	r := Reader{Store: &apiStore{}}
+	want := func(what string, err error, status int, param, msg string) {
+		t.Helper()
+		e := apierr.From(err)
+		if e.Status() != status || e.Param != param || e.Message != msg {
+			t.Errorf("%s: %d %q %q, want %d %q %q", what, e.Status(), e.Param, e.Message, status, param, msg)
+		}
+	}
+	_, _, err := r.List(ctx, member, Filter{After: "req_x"})
+	want("unknown cursor", err, 400, "after", `no record "req_x" to continue after`)
+	if !errors.Is(err, ErrNotFound) {
+		t.Errorf("unknown cursor: %v, want ErrNotFound", err)
+	}
+	_, _, err = r.List(ctx, member, Filter{TeamID: "team_b"})
+	want("another team", err, 400, "team_id", "only an admin key reads other teams' records")
+	_, err = r.Get(ctx, member, "req_x")
+	want("unknown record", err, 404, "", `no record "req_x"`)
+	_, err = r.Checkpoint(ctx, 9)
+	want("unknown checkpoint", err, 400, "checkpoint", "no checkpoint 9")
+	c, err := r.Checkpoint(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = r.Prove(ctx, member, "req_5", &c)
+	want("outside the checkpoint", err, 400, "checkpoint", "record 5 is not in checkpoint 1 (records 1–2)")
+	_, _, err = r.Prove(ctx, member, "req_x", &c)
+	want("proof of an unknown record", err, 404, "", `no record "req_x"`)
+
+	// A store without checkpoints: the list is missing, and a checkpoint
+	// named is the parameter's fault.
+	plain := Reader{Store: &memStore{}}
+	_, err = plain.Checkpoints(ctx, 10)
+	want("no checkpoints", err, 404, "", "this server keeps no checkpoints")
+	_, err = plain.Checkpoint(ctx, 1)
+	want("a checkpoint without checkpoints", err, 400, "checkpoint", "'checkpoint' must be a checkpoint id (GET /v1/logs/checkpoints)")
+	if !errors.Is(err, ErrNoCheckpoints) {
+		t.Errorf("a checkpoint without checkpoints: %v, want ErrNoCheckpoints", err)
 	}
 }

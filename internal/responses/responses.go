@@ -10,12 +10,15 @@ import (
 	"errors"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
 )
 
 // ErrNotFound is returned for a response that does not exist or is
-// another team's.
-var ErrNotFound = errors.New("response not found")
+// another team's. It is an API error (internal/apierr): the store wraps
+// it naming the response, Kept with the reason a client may not find one
+// (apierr.Wrapf).
+var ErrNotFound = apierr.New(apierr.NotFound, "response not found")
 
 // Stored is one stored response.
 type Stored struct {
@@ -55,12 +58,25 @@ func (k Kept) Put(ctx context.Context, caller auth.Key, r Stored) error {
 	return k.Store.PutResponse(ctx, r)
 }
 
-// Get returns the caller's team's response id.
+// Get returns the caller's team's response id. Errors: ErrNotFound,
+// wrapped as notFound's.
 func (k Kept) Get(ctx context.Context, caller auth.Key, id string) (Stored, error) {
-	return k.Store.GetResponse(ctx, caller.TeamID, id)
+	st, err := k.Store.GetResponse(ctx, caller.TeamID, id)
+	return st, notFound(err, id)
 }
 
-// Delete removes the caller's team's response id.
+// Delete removes the caller's team's response id. Errors: ErrNotFound,
+// wrapped as notFound's.
 func (k Kept) Delete(ctx context.Context, caller auth.Key, id string) error {
-	return k.Store.DeleteResponse(ctx, caller.TeamID, id)
+	return notFound(k.Store.DeleteResponse(ctx, caller.TeamID, id), id)
+}
+
+// notFound words ErrNotFound for a caller: a response it cannot find may
+// exist, unstored or another team's, and the message says why it cannot
+// be had. Other errors pass as they are.
+func notFound(err error, id string) error {
+	if errors.Is(err, ErrNotFound) {
+		return apierr.Wrapf(ErrNotFound, "no response %q (responses are kept only with \"store\": true, for the team that made them)", id)
+	}
+	return err
 }

@@ -2,7 +2,11 @@ package sources
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 )
 
 // SourceLink records that a sentence of an answer cited a source: one row
@@ -74,7 +78,14 @@ func (s *Service) RecordLinks(ctx context.Context, links []SourceLink) error {
 	return s.Store.AddSourceLinks(ctx, links)
 }
 
-// SourceLinks lists a team's source links (see LinkStore).
+// SourceLinks lists a team's source links (see LinkStore). Errors: a 404
+// naming "after" (wrapping ErrNotFound) for a cursor that names no link of
+// the team: the only thing a list can miss is its cursor, and the client
+// must learn which parameter is wrong.
 func (s *Service) SourceLinks(ctx context.Context, f LinkFilter) ([]SourceLink, bool, error) {
-	return s.Store.ListSourceLinks(ctx, f)
+	links, more, err := s.Store.ListSourceLinks(ctx, f)
+	if errors.Is(err, ErrNotFound) {
+		return nil, false, &apierr.Error{Code: apierr.NotFound, Param: "after", Message: fmt.Sprintf("no source link %q", f.After), Err: err}
+	}
+	return links, more, err
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/chunk"
 	"github.com/sovereign-ai/sovereign/internal/events"
 	"github.com/sovereign-ai/sovereign/internal/inference"
@@ -420,8 +421,9 @@ type Reranker interface {
 }
 
 // ErrNoReranker is returned by Search when a rerank model is asked for and
-// the service has no Reranker.
-var ErrNoReranker = errors.New("sources: reranking is not available")
+// the service has no Reranker: a server set up without one (a 500, as the
+// request itself is fine).
+var ErrNoReranker = apierr.New(apierr.Internal, "reranking is not available on this server")
 
 // Search finds the chunks of the collections that best answer query.
 // Hybrid search runs vector search (the query embedded with each
@@ -691,9 +693,15 @@ func (s *Service) CreateCollection(ctx context.Context, c Collection) (Collectio
 	return c, nil
 }
 
-// GetCollection returns a collection with its counts (ErrNotFound).
-func (s *Service) GetCollection(ctx context.Context, id string) (Collection, error) {
-	return s.Store.GetCollection(ctx, id)
+// Collection returns the team's collection id with its counts. Another
+// team's collection is reported as missing, in the words used for one
+// that does not exist: teams see nothing of each other's.
+func (s *Service) Collection(ctx context.Context, teamID, id string) (Collection, error) {
+	c, err := s.Store.GetCollection(ctx, id)
+	if err == nil && c.TeamID != teamID {
+		return Collection{}, apierr.Wrapf(ErrNotFound, "no collection %q", id)
+	}
+	return c, err
 }
 
 // ListCollections returns a team's collections.
@@ -701,9 +709,22 @@ func (s *Service) ListCollections(ctx context.Context, teamID string) ([]Collect
 	return s.Store.ListCollections(ctx, teamID)
 }
 
-// GetDocument returns a document with its text (ErrNotFound).
+// GetDocument returns a document with its text (ErrNotFound), whatever
+// its team: for background work (ingestion). Callers acting for a team
+// use Document.
 func (s *Service) GetDocument(ctx context.Context, id string) (Document, error) {
 	return s.Store.GetDocument(ctx, id)
+}
+
+// Document returns the document id of the collection c (one the caller's
+// team owns: see Collection) with its text; one of another collection is
+// reported as missing, in the words used for one that does not exist.
+func (s *Service) Document(ctx context.Context, c Collection, id string) (Document, error) {
+	d, err := s.Store.GetDocument(ctx, id)
+	if err == nil && d.CollectionID != c.ID {
+		return Document{}, apierr.Wrapf(ErrNotFound, "no document %q", id)
+	}
+	return d, err
 }
 
 // ListDocuments returns a collection's documents without their text.

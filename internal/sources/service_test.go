@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/inference/inferencetest"
@@ -248,5 +249,32 @@ func TestIngestWorkersBoundConcurrency(t *testing.T) {
 		if d, _ := svc.Store.GetDocument(ctx, id); d.Status != sources.StatusReady {
 			t.Fatalf("%s: %s %s", id, d.Status, d.Error)
 		}
+	}
+}
+
+// TestAnotherTeamsCollectionIsMissing: the service checks the team
+// itself: another team's collection, and a document asked for through a
+// collection it is not in, are reported as missing (404), in the words
+// used for ones that do not exist.
+func TestAnotherTeamsCollectionIsMissing(t *testing.T) {
+	ctx := context.Background()
+	svc, c := newService(t, hashEmbedder{})
+	d, err := svc.Ingest(ctx, c, sources.Document{Title: "t", Format: "text", Text: "Some text."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := svc.Collection(ctx, c.TeamID, c.ID); err != nil || got.ID != c.ID {
+		t.Fatalf("own collection: %+v %v", got, err)
+	}
+	_, err = svc.Collection(ctx, "team_other", c.ID)
+	if e := apierr.From(err); !errors.Is(err, sources.ErrNotFound) || e.Status() != 404 || e.Message != fmt.Sprintf("no collection %q", c.ID) {
+		t.Errorf("another team's collection: %v", err)
+	}
+	if got, err := svc.Document(ctx, c, d.ID); err != nil || got.ID != d.ID {
+		t.Fatalf("own document: %+v %v", got, err)
+	}
+	_, err = svc.Document(ctx, sources.Collection{ID: "col_elsewhere", TeamID: c.TeamID}, d.ID)
+	if e := apierr.From(err); e.Status() != 404 || e.Message != fmt.Sprintf("no document %q", d.ID) {
+		t.Errorf("a document through another collection: %v", err)
 	}
 }

@@ -8,17 +8,21 @@ package sources
 
 import (
 	"context"
-	"errors"
 	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 )
 
-// Errors the store returns (wrapped); check with errors.Is.
+// Errors the store returns, wrapped with a message a client may read
+// (apierr.Wrapf: `no collection "col_…"`); check with errors.Is. They are
+// API errors (internal/apierr), so that what the store says reaches the
+// client without a mapping in between.
 var (
 	// ErrNotFound: no such collection, document or chunk (or not the
 	// caller's team).
-	ErrNotFound = errors.New("not found")
+	ErrNotFound = apierr.New(apierr.NotFound, "collection, document or chunk not found")
 	// ErrConflict: a collection of that name exists in the team.
-	ErrConflict = errors.New("conflict")
+	ErrConflict = apierr.New(apierr.Conflict, "your team already has a collection of that name")
 )
 
 // Document statuses.

@@ -8,11 +8,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/batch"
 )
 
 // The tables of OpenAI's Batch API (internal/batch): files, file_parts,
-// batches and batch_items.
+// batches and batch_items. A missing file or batch, or a taken id, is
+// batch.ErrNotFound or batch.ErrConflict wrapped with a message a client
+// may read (apierr.Wrapf), without the s.errorf prefix: it is an answer
+// about the data, not a storage failure, and the backend's name must not
+// reach clients.
 
 var _ batch.Store = (*Store)(nil)
 
@@ -28,7 +33,7 @@ func (s *Store) CreateFile(ctx context.Context, f batch.File) error {
 	_, err := s.db.ExecContext(ctx, s.rebind(`INSERT INTO files (`+fileColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		f.ID, f.TeamID, f.Filename, f.Purpose, f.Status, f.Bytes, f.Lines, batchID, f.Kind, s.timeValue(f.CreatedAt))
 	if s.d.IsUniqueViolation != nil && s.d.IsUniqueViolation(err) {
-		return s.errorf("file %s: %w", f.ID, batch.ErrConflict)
+		return apierr.Wrapf(batch.ErrConflict, "the file id %s is taken", f.ID)
 	}
 	if err != nil {
 		return s.errorf("create file: %w", err)
@@ -51,7 +56,7 @@ func (s *Store) FinishFile(ctx context.Context, fileID string, bytes int64, line
 		return s.errorf("finish file %s: %w", fileID, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return s.errorf("file %s: %w", fileID, batch.ErrNotFound)
+		return apierr.Wrapf(batch.ErrNotFound, "no file %q", fileID)
 	}
 	return nil
 }
@@ -72,7 +77,7 @@ func (s *Store) scanFile(sc scanner) (batch.File, error) {
 func (s *Store) GetFile(ctx context.Context, id string) (batch.File, error) {
 	f, err := s.scanFile(s.db.QueryRowContext(ctx, s.rebind(`SELECT `+fileColumns+` FROM files WHERE id = ?`), id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return f, s.errorf("file %s: %w", id, batch.ErrNotFound)
+		return f, apierr.Wrapf(batch.ErrNotFound, "no file %q", id)
 	}
 	if err != nil {
 		return f, s.errorf("get file %s: %w", id, err)
@@ -133,7 +138,7 @@ func (s *Store) DeleteFile(ctx context.Context, id string) error {
 		return s.errorf("delete file %s: %w", id, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return s.errorf("file %s: %w", id, batch.ErrNotFound)
+		return apierr.Wrapf(batch.ErrNotFound, "no file %q", id)
 	}
 	if err := tx.Commit(); err != nil {
 		return s.errorf("delete file %s: %w", id, err)
@@ -210,7 +215,7 @@ func (s *Store) CreateBatch(ctx context.Context, b batch.Batch) error {
 		metadata, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		b.ID, b.TeamID, b.KeyID, b.Endpoint, b.InputFileID, b.CompletionWindow, b.Status, b.Model, string(mb), s.timeValue(b.CreatedAt), s.timeValue(b.ExpiresAt))
 	if s.d.IsUniqueViolation != nil && s.d.IsUniqueViolation(err) {
-		return s.errorf("batch %s: %w", b.ID, batch.ErrConflict)
+		return apierr.Wrapf(batch.ErrConflict, "the batch id %s is taken", b.ID)
 	}
 	if err != nil {
 		return s.errorf("create batch: %w", err)
@@ -256,7 +261,7 @@ func (s *Store) scanBatch(sc scanner) (batch.Batch, error) {
 func (s *Store) GetBatch(ctx context.Context, id string) (batch.Batch, error) {
 	b, err := s.scanBatch(s.db.QueryRowContext(ctx, s.rebind(`SELECT `+batchColumns+` FROM batches WHERE id = ?`), id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return b, s.errorf("batch %s: %w", id, batch.ErrNotFound)
+		return b, apierr.Wrapf(batch.ErrNotFound, "no batch %q", id)
 	}
 	if err != nil {
 		return b, s.errorf("get batch %s: %w", id, err)
@@ -366,7 +371,7 @@ func (s *Store) TransitionBatch(ctx context.Context, id string, t batch.Transiti
 	}
 	var one int
 	if err := s.db.QueryRowContext(ctx, s.rebind(`SELECT 1 FROM batches WHERE id = ?`), id).Scan(&one); errors.Is(err, sql.ErrNoRows) {
-		return false, s.errorf("batch %s: %w", id, batch.ErrNotFound)
+		return false, apierr.Wrapf(batch.ErrNotFound, "no batch %q", id)
 	} else if err != nil {
 		return false, s.errorf("transition batch %s: %w", id, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"strings"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/events"
 )
 
@@ -173,7 +174,9 @@ func (s *Store) EventsAfter(ctx context.Context, f events.Filter) ([]events.Even
 func (s *Store) GetEvent(ctx context.Context, id string) (events.Event, error) {
 	ev, err := s.scanEvent(s.db.QueryRowContext(ctx, s.rebind(`SELECT `+eventColumns+` FROM events WHERE id = ?`), id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return ev, s.errorf("event %q: %w", id, events.ErrNotFound)
+		// Not a storage failure: no s.errorf prefix, whose backend name
+		// must not reach clients.
+		return ev, apierr.Wrapf(events.ErrNotFound, "no event %q", id)
 	}
 	if err != nil {
 		return ev, s.errorf("get event: %w", err)

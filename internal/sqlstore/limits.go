@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/limits"
 )
 
@@ -25,14 +26,15 @@ func (s *Store) PutLimitRule(ctx context.Context, r limits.Rule) error {
 }
 
 // DeleteLimitRule implements limits.Store; limits.ErrNotFound when there
-// is no such rule.
+// is no such rule, worded for the client (a configuration file's rule for
+// the same subject is not one the API can delete).
 func (s *Store) DeleteLimitRule(ctx context.Context, scope, subject string) error {
 	res, err := s.db.ExecContext(ctx, s.rebind(`DELETE FROM limit_rules WHERE scope = ? AND subject = ?`), scope, subject)
 	if err != nil {
 		return fmt.Errorf("%s: delete limit rule: %w", s.d.Name, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return limits.ErrNotFound
+		return apierr.Wrapf(limits.ErrNotFound, "no limit rule set through the API for %s %q", scope, subject)
 	}
 	return nil
 }

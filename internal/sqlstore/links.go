@@ -5,10 +5,13 @@ import (
 	"database/sql"
 	"errors"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/sources"
 )
 
-// The source_links table: the store side of sources.LinkStore.
+// The source_links table: the store side of sources.LinkStore. An unknown
+// cursor is sources.ErrNotFound wrapped with a message a client may read
+// (apierr.Wrapf), without the s.errorf prefix (see sources.go).
 
 const linkColumns = `id, team_id, key_id, response_id, model, citation_index, answer_start, answer_end, cited_text,
 	source_number, source_id, collection_id, document_id, chunk_id, title, url, snippet, created_at`
@@ -50,7 +53,7 @@ func (s *Store) ListSourceLinks(ctx context.Context, f sources.LinkFilter) ([]so
 		var seq int64
 		err := s.db.QueryRowContext(ctx, s.rebind(`SELECT seq FROM source_links WHERE id = ? AND team_id = ?`), f.After, f.TeamID).Scan(&seq)
 		if errors.Is(err, sql.ErrNoRows) {
-			return nil, false, s.errorf("source link %q: %w", f.After, sources.ErrNotFound)
+			return nil, false, apierr.Wrapf(sources.ErrNotFound, "no source link %q", f.After)
 		}
 		if err != nil {
 			return nil, false, s.errorf("list source links: %w", err)

@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/sovereign-ai/sovereign/internal/catalog"
 )
@@ -53,14 +52,15 @@ func (s *Store) PutModelSpec(ctx context.Context, sp catalog.StoredSpec) error {
 	return nil
 }
 
-// DeleteModelSpec removes the configuration id. Errors: catalog.ErrNotFound.
+// DeleteModelSpec removes the configuration id. Errors: catalog.ErrNotFound
+// (the catalog words it for clients).
 func (s *Store) DeleteModelSpec(ctx context.Context, id string) error {
 	res, err := s.db.ExecContext(ctx, s.rebind(`DELETE FROM model_specs WHERE id = ?`), id)
 	if err != nil {
 		return s.errorf("delete model spec: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return s.errorf("model spec %q: %w", id, fmt.Errorf("%w", catalog.ErrNotFound))
+		return s.errorf("model spec %q: %w", id, catalog.ErrNotFound)
 	}
 	return nil
 }

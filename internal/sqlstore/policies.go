@@ -7,6 +7,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/policy"
 )
 
@@ -16,7 +17,7 @@ import (
 var _ policy.Store = (*Store)(nil)
 
 // CreatePolicy stores p. Errors: auth.ErrConflict (policy.ErrConflict)
-// for a name or id already taken.
+// for a name or id already taken, worded for the client.
 func (s *Store) CreatePolicy(ctx context.Context, p policy.Policy) error {
 	body, err := policyBody(p)
 	if err != nil {
@@ -26,9 +27,19 @@ func (s *Store) CreatePolicy(ctx context.Context, p policy.Policy) error {
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`), p.ID, p.Name, body, p.Scope, p.ScopeID, p.Enabled,
 		s.timeValue(time.Unix(p.CreatedAt, 0)), s.timeValue(time.Unix(p.UpdatedAt, 0)))
 	if err != nil {
-		return s.errorf("create policy: %w", s.classify(err))
+		return s.errorf("create policy: %w", policyConflict(s.classify(err)))
 	}
 	return nil
+}
+
+// policyConflict words a unique violation (policy.ErrConflict) as the
+// client sees it: a policy's id is generated, so what is taken is its
+// name. Other errors pass as they are.
+func policyConflict(err error) error {
+	if !errors.Is(err, policy.ErrConflict) {
+		return err
+	}
+	return &apierr.Error{Code: apierr.Conflict, Message: "a policy with this name exists", Err: err}
 }
 
 // policyBody is the JSON kept in the body column.
@@ -69,7 +80,8 @@ func (s *Store) scanPolicy(sc scanner) (policy.Policy, error) {
 	return p, nil
 }
 
-// GetPolicy returns policy id. Errors: policy.ErrNotFound.
+// GetPolicy returns policy id. Errors: policy.ErrNotFound (whose own
+// message, "no such policy", is the client's).
 func (s *Store) GetPolicy(ctx context.Context, id string) (policy.Policy, error) {
 	p, err := s.scanPolicy(s.db.QueryRowContext(ctx, s.rebind(`SELECT `+policyColumns+` FROM policies WHERE id = ?`), id))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -112,7 +124,7 @@ func (s *Store) UpdatePolicy(ctx context.Context, p policy.Policy) error {
 	res, err := s.db.ExecContext(ctx, s.rebind(`UPDATE policies SET name = ?, body = ?, scope = ?, scope_id = ?, enabled = ?, updated_at = ?
 		WHERE id = ?`), p.Name, body, p.Scope, p.ScopeID, p.Enabled, s.timeValue(time.Unix(p.UpdatedAt, 0)), p.ID)
 	if err != nil {
-		return s.errorf("update policy: %w", s.classify(err))
+		return s.errorf("update policy: %w", policyConflict(s.classify(err)))
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
 		return s.errorf("policy %q: %w", p.ID, policy.ErrNotFound)
@@ -196,7 +208,9 @@ func (s *Store) scanDecision(sc scanner) (policy.Decision, error) {
 
 // ListDecisions returns the decisions matching f, newest first (by time,
 // then id), and whether more follow. Errors: policy.ErrNotFound for a
-// cursor that is not one of the decisions f can see.
+// cursor that is not one of the decisions f can see, inside the 400 that
+// names the request's "after" (a bad cursor is the request's fault, not a
+// missing resource).
 func (s *Store) ListDecisions(ctx context.Context, f policy.DecisionFilter) ([]policy.Decision, bool, error) {
 	var c conds
 	if !f.AllTeams {
@@ -210,7 +224,8 @@ func (s *Store) ListDecisions(ctx context.Context, f policy.DecisionFilter) ([]p
 		var at TimeScanner
 		err := s.db.QueryRowContext(ctx, s.rebind(q), cargs...).Scan(&at)
 		if errors.Is(err, sql.ErrNoRows) {
-			return nil, false, s.errorf("decision %q: %w", f.After, policy.ErrNotFound)
+			return nil, false, s.errorf("decision %q: %w", f.After, &apierr.Error{Code: apierr.InvalidRequest, Param: "after",
+				Message: "'after' is not a policy decision id in this list", Err: policy.ErrNotFound})
 		}
 		if err != nil {
 			return nil, false, s.errorf("list decisions: %w", err)
@@ -261,7 +276,7 @@ func (s *Store) GetDecision(ctx context.Context, teamID, id string, all bool) (p
 	}
 	d, err := s.scanDecision(s.db.QueryRowContext(ctx, s.rebind(q), args...))
 	if errors.Is(err, sql.ErrNoRows) {
-		return d, s.errorf("decision %q: %w", id, policy.ErrNotFound)
+		return d, s.errorf("decision %q: %w", id, apierr.Wrapf(policy.ErrNotFound, "no such policy decision"))
 	}
 	if err != nil {
 		return d, s.errorf("get decision: %w", err)

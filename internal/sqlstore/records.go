@@ -8,10 +8,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/records"
 )
 
-// The request_logs table: the store side of records.Store.
+// The request_logs table: the store side of records.Store. A missing
+// record or checkpoint is records.ErrNotFound wrapped with a message a
+// client may read (apierr.Wrapf), without the s.errorf prefix: it is an
+// answer about the data, not a storage failure, and the backend's name
+// must not reach clients.
 
 var _ records.Store = (*Store)(nil)
 
@@ -146,7 +151,7 @@ func (s *Store) ListRecords(ctx context.Context, f records.Filter) ([]records.Re
 		var seq int64
 		err := s.db.QueryRowContext(ctx, s.rebind(q+` ORDER BY seq DESC LIMIT 1`), cargs...).Scan(&seq)
 		if errors.Is(err, sql.ErrNoRows) {
-			return nil, false, s.errorf("record %q: %w", f.After, records.ErrNotFound)
+			return nil, false, apierr.Wrapf(records.ErrNotFound, "no record %q", f.After)
 		}
 		if err != nil {
 			return nil, false, s.errorf("list records: %w", err)
@@ -198,7 +203,7 @@ func (s *Store) GetRecord(ctx context.Context, teamID, id string, all bool) (rec
 	}
 	r, err := s.scanRecord(s.db.QueryRowContext(ctx, s.rebind(q+` ORDER BY seq DESC LIMIT 1`), args...))
 	if errors.Is(err, sql.ErrNoRows) {
-		return r, s.errorf("record %q: %w", id, records.ErrNotFound)
+		return r, apierr.Wrapf(records.ErrNotFound, "no record %q", id)
 	}
 	if err != nil {
 		return r, s.errorf("get record: %w", err)
@@ -387,7 +392,7 @@ func (s *Store) ListCheckpoints(ctx context.Context, limit int) ([]records.Store
 func (s *Store) GetCheckpoint(ctx context.Context, id int64) (records.StoredCheckpoint, error) {
 	c, err := s.scanCheckpoint(s.db.QueryRowContext(ctx, s.rebind(`SELECT `+checkpointColumns+` FROM log_checkpoints WHERE id = ?`), id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return c, records.ErrNotFound
+		return c, apierr.Wrapf(records.ErrNotFound, "no checkpoint %d", id)
 	}
 	if err != nil {
 		return c, s.errorf("get checkpoint: %w", err)

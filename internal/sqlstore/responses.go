@@ -5,10 +5,14 @@ import (
 	"database/sql"
 	"errors"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/responses"
 )
 
-// The responses table: the store side of responses.Store.
+// The responses table: the store side of responses.Store. A missing
+// response is responses.ErrNotFound wrapped with a message a client may
+// read (apierr.Wrapf), without the s.errorf prefix: the backend's name
+// must not reach clients.
 
 var _ responses.Store = (*Store)(nil)
 
@@ -30,7 +34,7 @@ func (s *Store) GetResponse(ctx context.Context, teamID, id string) (responses.S
 	err := s.db.QueryRowContext(ctx, s.rebind(`SELECT model, response, input_items, conversation, created_at FROM responses WHERE id = ? AND team_id = ?`),
 		id, teamID).Scan(&r.Model, &resp, &items, &conv, &created)
 	if errors.Is(err, sql.ErrNoRows) {
-		return r, s.errorf("response %q: %w", id, responses.ErrNotFound)
+		return r, apierr.Wrapf(responses.ErrNotFound, "no response %q", id)
 	}
 	if err != nil {
 		return r, s.errorf("get response: %w", err)
@@ -49,7 +53,7 @@ func (s *Store) DeleteResponse(ctx context.Context, teamID, id string) error {
 		return s.errorf("delete response: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return s.errorf("response %q: %w", id, responses.ErrNotFound)
+		return apierr.Wrapf(responses.ErrNotFound, "no response %q", id)
 	}
 	return nil
 }

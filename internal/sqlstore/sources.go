@@ -18,11 +18,16 @@ import (
 
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/sources"
 )
 
 // The collections, documents and chunks tables: the store side of
-// sources.Store.
+// sources.Store. A missing collection or document, or a taken name, is
+// sources.ErrNotFound or sources.ErrConflict wrapped with a message a
+// client may read (apierr.Wrapf), without the s.errorf prefix: it is an
+// answer about the data, not a storage failure, and the backend's name
+// must not reach clients.
 
 var _ sources.Store = (*Store)(nil)
 
@@ -55,9 +60,9 @@ func (s *Store) CreateCollection(ctx context.Context, c sources.Collection) erro
 	case err == nil:
 		return nil
 	case s.d.IsUniqueViolation != nil && s.d.IsUniqueViolation(err):
-		return s.errorf("collection %q: %w", c.Name, sources.ErrConflict)
+		return apierr.Wrapf(sources.ErrConflict, "your team already has a collection named %q", c.Name)
 	case s.isForeignKey(err):
-		return s.errorf("team %q: %w", c.TeamID, sources.ErrNotFound)
+		return apierr.Wrapf(sources.ErrNotFound, "no team %q", c.TeamID)
 	}
 	return s.errorf("create collection: %w", err)
 }
@@ -84,7 +89,7 @@ func (s *Store) scanCollection(r scanner) (sources.Collection, error) {
 func (s *Store) GetCollection(ctx context.Context, id string) (sources.Collection, error) {
 	c, err := s.scanCollection(s.db.QueryRowContext(ctx, s.rebind(`SELECT `+collectionColumns+` FROM collections c WHERE c.id = ?`), id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return c, s.errorf("collection %q: %w", id, sources.ErrNotFound)
+		return c, apierr.Wrapf(sources.ErrNotFound, "no collection %q", id)
 	}
 	if err != nil {
 		return c, s.errorf("get collection: %w", err)
@@ -122,7 +127,7 @@ func (s *Store) deleteOne(ctx context.Context, query, what, id string) error {
 		return s.errorf("delete %s: %w", what, err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return s.errorf("%s %q: %w", what, id, sources.ErrNotFound)
+		return apierr.Wrapf(sources.ErrNotFound, "no %s %q", what, id)
 	}
 	return nil
 }
@@ -135,7 +140,7 @@ func (s *Store) CreateDocument(ctx context.Context, d sources.Document) error {
 		d.ID, d.CollectionID, d.Title, d.URL, jsonText(d.Metadata), d.Format, d.Status, d.Error, d.Progress, d.Text, d.Chars, d.ChunkCount,
 		s.timeValue(d.CreatedAt), s.timeValue(d.UpdatedAt))
 	if s.isForeignKey(err) {
-		return s.errorf("collection %q: %w", d.CollectionID, sources.ErrNotFound)
+		return apierr.Wrapf(sources.ErrNotFound, "no collection %q", d.CollectionID)
 	}
 	if err != nil {
 		return s.errorf("create document: %w", s.classify(err))
@@ -170,7 +175,7 @@ const documentColumns = `id, collection_id, title, url, metadata, format, status
 func (s *Store) GetDocument(ctx context.Context, id string) (sources.Document, error) {
 	d, err := s.scanDocument(s.db.QueryRowContext(ctx, s.rebind(`SELECT `+documentColumns+`, text FROM documents WHERE id = ?`), id), true)
 	if errors.Is(err, sql.ErrNoRows) {
-		return d, s.errorf("document %q: %w", id, sources.ErrNotFound)
+		return d, apierr.Wrapf(sources.ErrNotFound, "no document %q", id)
 	}
 	if err != nil {
 		return d, s.errorf("get document: %w", err)
@@ -238,7 +243,7 @@ func (s *Store) UpdateDocument(ctx context.Context, id string, u sources.Documen
 		return s.errorf("update document: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return s.errorf("document %q: %w", id, sources.ErrNotFound)
+		return apierr.Wrapf(sources.ErrNotFound, "no document %q", id)
 	}
 	return nil
 }
@@ -265,7 +270,7 @@ func (s *Store) DeleteDocument(ctx context.Context, id string) error {
 		return s.errorf("delete document: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return s.errorf("document %q: %w", id, sources.ErrNotFound)
+		return apierr.Wrapf(sources.ErrNotFound, "no document %q", id)
 	}
 	if err := tx.Commit(); err != nil {
 		return s.errorf("delete document: %w", err)
@@ -345,7 +350,7 @@ func (s *Store) AddChunks(ctx context.Context, chunks []sources.Chunk) ([]int64,
 		}
 		err := stmt.QueryRowContext(ctx, args...).Scan(&ids[i])
 		if s.isForeignKey(err) {
-			return nil, s.errorf("document %q: %w", c.DocumentID, sources.ErrNotFound)
+			return nil, apierr.Wrapf(sources.ErrNotFound, "no document %q", c.DocumentID)
 		}
 		if err != nil {
 			return nil, s.errorf("add chunks: %w", err)
@@ -471,7 +476,7 @@ func (s *Store) EmbeddingsAfter(ctx context.Context, collectionID string, after 
 		return 0, s.errorf("embeddings after: %w", err)
 	}
 	if !found {
-		return 0, s.errorf("collection %q: %w", collectionID, sources.ErrNotFound)
+		return 0, apierr.Wrapf(sources.ErrNotFound, "no collection %q", collectionID)
 	}
 	return deletions, nil
 }

@@ -142,7 +142,9 @@ func (s *Store) errorf(format string, args ...any) error {
 	return fmt.Errorf(s.d.Name+": "+format, args...)
 }
 
-// classify maps unique and primary-key violations to auth.ErrConflict.
+// classify maps unique and primary-key violations to auth.ErrConflict
+// (store.ErrConflict, a 409 that says only "conflict": the driver's text
+// stays in the chain for logs, and the domain words it for clients).
 func (s *Store) classify(err error) error {
 	if err != nil && s.d.IsUniqueViolation != nil && s.d.IsUniqueViolation(err) {
 		return fmt.Errorf("%w: %v", auth.ErrConflict, err)

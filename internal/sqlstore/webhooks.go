@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/events"
 	"github.com/sovereign-ai/sovereign/internal/webhook"
 )
@@ -17,6 +18,14 @@ import (
 // the outbox written with the events (outbox, used by AppendEvents).
 
 var _ webhook.Store = (*Store)(nil)
+
+// whNotFound is webhook.ErrNotFound for the what ("webhook", "delivery")
+// id, in the words the API shows: the store is where a missing id is
+// found, and the service words another team's id the same way
+// (webhook's notFound), so that the two cannot be told apart.
+func whNotFound(what, id string) error {
+	return apierr.Wrapf(webhook.ErrNotFound, "No %s '%s'.", what, id)
+}
 
 // outbox writes the deliveries of the events AppendEvents stores, on its
 // transaction. It remembers, for the batch, which webhooks subscribe to
@@ -166,7 +175,7 @@ func (s *Store) getWebhook(ctx context.Context, q interface {
 }, id string) (webhook.Webhook, error) {
 	w, err := s.scanWebhook(q.QueryRowContext(ctx, s.rebind(`SELECT `+webhookColumns+` FROM webhooks WHERE id = ?`), id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return w, webhook.ErrNotFound
+		return w, whNotFound("webhook", id)
 	}
 	return w, err
 }
@@ -255,7 +264,7 @@ func (s *Store) UpdateWebhook(ctx context.Context, id string, p webhook.Patch, a
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return webhook.ErrNotFound
+			return whNotFound("webhook", id)
 		}
 		if p.Events != nil {
 			if err := s.subscribe(ctx, tx, id, p.Events); err != nil {
@@ -278,7 +287,7 @@ func (s *Store) RotateWebhookSecret(ctx context.Context, id, secret, previous st
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return webhook.ErrNotFound
+			return whNotFound("webhook", id)
 		}
 		out, err = s.getWebhook(ctx, tx, id)
 		return err
@@ -295,7 +304,7 @@ func (s *Store) DeleteWebhook(ctx context.Context, id string) error {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return webhook.ErrNotFound
+			return whNotFound("webhook", id)
 		}
 		for _, q := range []string{
 			`DELETE FROM webhook_subscriptions WHERE webhook_id = ?`,
@@ -360,7 +369,7 @@ func (s *Store) CreateWebhookDelivery(ctx context.Context, d webhook.Delivery) e
 func (s *Store) GetWebhookDelivery(ctx context.Context, id string) (webhook.Delivery, error) {
 	d, err := s.scanDelivery(s.db.QueryRowContext(ctx, s.rebind(`SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE id = ?`), id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return d, webhook.ErrNotFound
+		return d, whNotFound("delivery", id)
 	}
 	if err != nil {
 		return d, s.errorf("get webhook delivery: %w", err)
@@ -530,7 +539,7 @@ func (s *Store) FailWebhookDelivery(ctx context.Context, id, reason string, at t
 	err := s.whTx(ctx, "fail webhook delivery", func(tx *sql.Tx) error {
 		var whID string
 		if err := tx.QueryRowContext(ctx, s.rebind(`SELECT webhook_id FROM webhook_deliveries WHERE id = ?`), id).Scan(&whID); errors.Is(err, sql.ErrNoRows) {
-			return webhook.ErrNotFound
+			return whNotFound("delivery", id)
 		} else if err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/workflow"
 )
@@ -17,6 +18,14 @@ import (
 // approvals tables: the store side of workflow.Store.
 
 var _ workflow.Store = (*Store)(nil)
+
+// wfNotFound is workflow.ErrNotFound for the what ("workflow", "workflow
+// run", "approval") id, in the words the API shows: the store is where a
+// missing id is found, and the service words another team's id the same
+// way (workflow's notFound), so that the two cannot be told apart.
+func wfNotFound(what, id string) error {
+	return apierr.Wrapf(workflow.ErrNotFound, "No %s '%s'.", what, id)
+}
 
 // CreateWorkflow stores a definition at version 1.
 func (s *Store) CreateWorkflow(ctx context.Context, d workflow.Definition) error {
@@ -77,7 +86,7 @@ func (s *Store) scanWorkflow(sc scanner) (workflow.Definition, error) {
 func (s *Store) GetWorkflow(ctx context.Context, id string) (workflow.Definition, error) {
 	d, err := s.scanWorkflow(s.db.QueryRowContext(ctx, s.rebind(`SELECT `+workflowColumns+` FROM workflows WHERE id = ? AND deleted_at IS NULL`), id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return d, workflow.ErrNotFound
+		return d, wfNotFound("workflow", id)
 	}
 	if err != nil {
 		return d, s.errorf("get workflow: %w", err)
@@ -134,7 +143,8 @@ func (s *Store) UpdateWorkflow(ctx context.Context, d workflow.Definition) error
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return workflow.ErrConflict
+			// Another update (or a delete) came first.
+			return apierr.Wrapf(workflow.ErrConflict, "The workflow changed meanwhile; read it again.")
 		}
 		_, err = tx.ExecContext(ctx, s.rebind(`INSERT INTO workflow_versions (workflow_id, version, spec, created_at) VALUES (?, ?, ?, ?)`),
 			d.ID, d.Version, string(d.Spec), s.timeValue(d.UpdatedAt))
@@ -149,7 +159,7 @@ func (s *Store) DeleteWorkflow(ctx context.Context, id string) error {
 		return s.errorf("delete workflow: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return workflow.ErrNotFound
+		return wfNotFound("workflow", id)
 	}
 	return nil
 }
@@ -200,7 +210,7 @@ func (s *Store) scanRun(sc scanner) (workflow.Run, error) {
 func (s *Store) GetRun(ctx context.Context, id string) (workflow.Run, error) {
 	r, err := s.scanRun(s.db.QueryRowContext(ctx, s.rebind(`SELECT `+runColumns+` FROM workflow_runs WHERE id = ?`), id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return r, workflow.ErrNotFound
+		return r, wfNotFound("workflow run", id)
 	}
 	if err != nil {
 		return r, s.errorf("get run: %w", err)
@@ -303,7 +313,7 @@ func (s *Store) RequestCancel(ctx context.Context, id string) error {
 		return s.errorf("cancel run: %w", err)
 	}
 	if n, _ := res.RowsAffected(); n == 0 {
-		return workflow.ErrNotFound
+		return wfNotFound("workflow run", id)
 	}
 	return nil
 }
@@ -372,7 +382,7 @@ func (s *Store) scanApproval(sc scanner) (workflow.Approval, error) {
 func (s *Store) GetApproval(ctx context.Context, id string) (workflow.Approval, error) {
 	a, err := s.scanApproval(s.db.QueryRowContext(ctx, s.rebind(`SELECT `+approvalColumns+` FROM approvals WHERE id = ?`), id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return a, workflow.ErrNotFound
+		return a, wfNotFound("approval", id)
 	}
 	if err != nil {
 		return a, s.errorf("get approval: %w", err)
@@ -428,7 +438,9 @@ func (s *Store) DecideApproval(ctx context.Context, id, status, comment, keyID s
 		return a, err
 	}
 	if n == 0 {
-		return a, workflow.ErrConflict
+		// Decided already (or expired): the service tells a repeated
+		// decision from a different one.
+		return a, apierr.Wrapf(workflow.ErrConflict, "The approval changed meanwhile; read it again.")
 	}
 	return a, nil
 }

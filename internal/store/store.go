@@ -51,6 +51,11 @@ type Store interface {
 }
 
 // Errors every implementation returns (wrapped); check with errors.Is.
+// They are API errors (a 404 and a 409, package apierr) whose messages
+// say no more than "not found" and "conflict": the stores wrap them with
+// their own text ("sqlite: …"), which clients never see, and the domain
+// that knows what was asked for words them for its clients
+// (apierr.Wrapf).
 var (
 	// ErrNotFound: no row matched a lookup, update or delete.
 	ErrNotFound = auth.ErrNotFound

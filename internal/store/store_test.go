@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
+	"github.com/sovereign-ai/sovereign/internal/limits"
+	"github.com/sovereign-ai/sovereign/internal/policy"
 	"github.com/sovereign-ai/sovereign/internal/postgres"
 	"github.com/sovereign-ai/sovereign/internal/sqlite"
 	"github.com/sovereign-ai/sovereign/internal/store"
@@ -82,6 +85,10 @@ func TestOpenSQLite(t *testing.T) {
 	if !errors.Is(err, store.ErrNotFound) || !errors.Is(err, auth.ErrNotFound) {
 		t.Errorf("GetKey(missing) = %v, want store.ErrNotFound", err)
 	}
+	// A client sees a 404, never the store's own text.
+	if e := apierr.From(err); e.Status() != 404 || strings.Contains(e.Message, "sqlite") {
+		t.Errorf("GetKey(missing) answers %d %q", e.Status(), e.Message)
+	}
 }
 
 func TestOpenPostgres(t *testing.T) {
@@ -96,4 +103,40 @@ func TestOpenPostgres(t *testing.T) {
 	if err := s.Ping(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestErrorsReachClientsWorded: the not-found and conflict errors of the
+// policies and limit rules are the clients' answers, worded by the store
+// (which alone knows what was missing), with no storage detail; errors.Is
+// still finds the domain's sentinel.
+func TestErrorsReachClientsWorded(t *testing.T) {
+	ctx := context.Background()
+	s, err := store.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "sovereign.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	want := func(what string, err, sentinel error, status int, param, message string) {
+		t.Helper()
+		e := apierr.From(err)
+		if !errors.Is(err, sentinel) || e.Status() != status || e.Param != param || e.Message != message {
+			t.Errorf("%s: %v → %d %q %q, want %d %q %q", what, err, e.Status(), e.Param, e.Message, status, param, message)
+		}
+	}
+	p := policy.Policy{ID: "pol_a", Object: policy.ObjectPolicy, Name: "guard", Scope: policy.ScopeDeployment, Enabled: true,
+		Rules: []policy.Rule{{Name: "r", Stage: policy.StageInput, When: "true", Action: policy.ActionFlag}}, CreatedAt: 1, UpdatedAt: 1}
+	if err := s.CreatePolicy(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	p.ID = "pol_b"
+	want("a taken name", s.CreatePolicy(ctx, p), policy.ErrConflict, 409, "", "a policy with this name exists")
+	_, err = s.GetPolicy(ctx, "pol_nope")
+	want("a missing policy", err, policy.ErrNotFound, 404, "", "no such policy")
+	want("deleting a missing policy", s.DeletePolicy(ctx, "pol_nope"), policy.ErrNotFound, 404, "", "no such policy")
+	_, err = s.GetDecision(ctx, "team_a", "pdec_nope", true)
+	want("a missing decision", err, policy.ErrNotFound, 404, "", "no such policy decision")
+	_, _, err = s.ListDecisions(ctx, policy.DecisionFilter{AllTeams: true, After: "pdec_nope"})
+	want("an unknown cursor", err, policy.ErrNotFound, 400, "after", "'after' is not a policy decision id in this list")
+	want("a missing limit rule", s.DeleteLimitRule(ctx, limits.ScopeTeam, "team_a"), limits.ErrNotFound, 404, "",
+		`no limit rule set through the API for team "team_a"`)
 }

@@ -7,14 +7,15 @@ import (
 )
 
 // The service's methods take the caller and check its team themselves:
-// another team's webhook or delivery is ErrNotFound, exactly as one that
-// does not exist.
+// another team's webhook or delivery is ErrNotFound, with the same message
+// as one that does not exist ("No webhook 'wh_x'.", as the store words
+// it).
 
 // GetWebhook returns the caller's team's webhook id.
 func (s *Service) GetWebhook(ctx context.Context, caller auth.Key, id string) (Webhook, error) {
 	w, err := s.Store.GetWebhook(ctx, id)
 	if err == nil && w.TeamID != caller.TeamID {
-		return Webhook{}, ErrNotFound
+		return Webhook{}, notFound("webhook", id)
 	}
 	return w, err
 }
@@ -34,7 +35,7 @@ func (s *Service) GetDelivery(ctx context.Context, caller auth.Key, webhookID, d
 	}
 	d, err := s.Store.GetWebhookDelivery(ctx, deliveryID)
 	if err == nil && d.WebhookID != w.ID {
-		return w, Delivery{}, ErrNotFound
+		return w, Delivery{}, notFound("delivery", deliveryID)
 	}
 	return w, d, err
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/sovereign-ai/sovereign/internal/auth"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +13,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
+	"github.com/sovereign-ai/sovereign/internal/auth"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
@@ -352,10 +354,39 @@ func TestRefusedTargets(t *testing.T) {
 	for _, u := range []string{"http://127.0.0.1:9/", "http://10.0.0.1/hook", "http://169.254.169.254/latest/meta-data/", "http://localhost:8080/",
 		"ftp://example.com/", "https://user:pw@example.com/"} {
 		_, err := svc.Create(ctx, webhook.CreateParams{TeamID: "t", URL: u, Events: []string{"model.ready"}})
-		var ve *webhook.ValidationError
-		if !errors.As(err, &ve) || ve.Param != "url" {
+		var ve *apierr.Error
+		if !errors.As(err, &ve) || ve.Code != apierr.InvalidRequest || ve.Param != "url" {
 			t.Fatalf("%s: %v", u, err)
 		}
 		t.Logf("%s: %s", u, ve.Message)
 	}
 }
+
+// TestNotFound: another team's webhook and a missing one are not found in
+// the same words, naming the id the request named (the HTTP layer shows
+// the message as it is).
+func TestNotFound(t *testing.T) {
+	g := newRig(t)
+	ctx := context.Background()
+	w := g.create(t, "team_a", newReceiver(t, nil), "*")
+	teamB := auth.Key{ID: "key_b", TeamID: "team_b", Scopes: []auth.Scope{auth.ScopeAdmin}}
+	for _, c := range []struct {
+		what string
+		err  error
+		want string
+	}{
+		{"another team's webhook", second(g.svc.GetWebhook(ctx, teamB, w.ID)), "No webhook '" + w.ID + "'."},
+		{"a missing webhook", second(g.svc.GetWebhook(ctx, teamA, "wh_missing")), "No webhook 'wh_missing'."},
+		{"updating a missing webhook", second(g.svc.Update(ctx, teamA, "wh_missing", webhook.UpdateParams{})), "No webhook 'wh_missing'."},
+		{"deleting another team's webhook", g.svc.Delete(ctx, teamB, w.ID), "No webhook '" + w.ID + "'."},
+		{"a missing delivery", second(g.svc.Redeliver(ctx, teamA, w.ID, "whd_missing")), "No delivery 'whd_missing'."},
+		{"a delivery of another team's webhook", second(g.svc.Redeliver(ctx, teamB, w.ID, "whd_missing")), "No webhook '" + w.ID + "'."},
+	} {
+		if e := apierr.From(c.err); !errors.Is(c.err, webhook.ErrNotFound) || e.Status() != 404 || e.Message != c.want {
+			t.Errorf("%s: %v, want 404 %q", c.what, c.err, c.want)
+		}
+	}
+}
+
+// second returns a call's error.
+func second[T any](_ T, err error) error { return err }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/sovereign-ai/sovereign/internal/auth"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
+	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/events"
 	"github.com/sovereign-ai/sovereign/internal/outbound"
 )
@@ -137,9 +138,10 @@ type CreateParams struct {
 }
 
 // Create validates and stores a new webhook, enabled, with a new secret
-// (returned in the webhook: the caller shows it once). Errors:
-// *ValidationError, *ForbiddenError, *ConflictError (the team has
-// MaxPerTeam webhooks), the store's.
+// (returned in the webhook: the caller shows it once). Errors (apierr):
+// invalid_request_error naming the field, permission_denied (audit events
+// without the scope), conflict (the team has MaxPerTeam webhooks), the
+// store's.
 func (s *Service) Create(ctx context.Context, p CreateParams) (Webhook, error) {
 	if err := s.checkURL(ctx, p.URL); err != nil {
 		return Webhook{}, err
@@ -156,7 +158,7 @@ func (s *Service) Create(ctx context.Context, p CreateParams) (Webhook, error) {
 		return Webhook{}, err
 	}
 	if n >= MaxPerTeam {
-		return Webhook{}, &ConflictError{Message: fmt.Sprintf("the team has %d webhooks, the most allowed; delete one first", n)}
+		return Webhook{}, apierr.Errorf(apierr.Conflict, "the team has %d webhooks, the most allowed; delete one first", n)
 	}
 	now := s.now()
 	w := Webhook{ID: NewID("wh_"), TeamID: p.TeamID, URL: p.URL, Description: p.Description, Events: evs, Secret: NewSecret(),
@@ -218,7 +220,7 @@ func (s *Service) Update(ctx context.Context, caller auth.Key, id string, p Upda
 // Rotate gives the caller's team's webhook id a new secret and returns it with the new secret; the old
 // one keeps signing (a second signature) for grace (0: it stops at once).
 // A rotation during another's grace period drops the oldest secret.
-// Errors: *ValidationError (grace out of range), ErrNotFound.
+// Errors: invalid_request_error (grace out of range), ErrNotFound.
 func (s *Service) Rotate(ctx context.Context, caller auth.Key, id string, grace time.Duration) (Webhook, error) {
 	w, err := s.GetWebhook(ctx, caller, id)
 	if err != nil {
@@ -249,18 +251,18 @@ func (s *Service) Delete(ctx context.Context, caller auth.Key, id string) error 
 // Redeliver delivers the event of the delivery deliveryID of the caller's
 // team's webhook webhookID again: a new delivery with the same
 // message id (webhook-id), so that a receiver that processed it already
-// can tell, and a retry window of its own. Errors: *ConflictError (the
-// webhook is disabled, the event is gone), the store's.
+// can tell, and a retry window of its own. Errors: conflict (the webhook
+// is disabled, the event is gone), ErrNotFound, the store's.
 func (s *Service) Redeliver(ctx context.Context, caller auth.Key, webhookID, deliveryID string) (Delivery, error) {
 	w, d, err := s.GetDelivery(ctx, caller, webhookID, deliveryID)
 	if err != nil {
 		return d, err
 	}
 	if !w.Enabled {
-		return Delivery{}, &ConflictError{Message: "the webhook is disabled; enable it (PATCH enabled: true) before redelivering"}
+		return Delivery{}, apierr.New(apierr.Conflict, "the webhook is disabled; enable it (PATCH enabled: true) before redelivering")
 	}
 	if _, err := s.Events.Event(ctx, d.EventID); errors.Is(err, events.ErrNotFound) {
-		return Delivery{}, &ConflictError{Message: fmt.Sprintf("the event %s is no longer stored", d.EventID)}
+		return Delivery{}, apierr.Errorf(apierr.Conflict, "the event %s is no longer stored", d.EventID)
 	} else if err != nil {
 		return Delivery{}, err
 	}
@@ -326,7 +328,7 @@ func normalizeEvents(list []string, audit bool) ([]string, error) {
 		case !events.Known(t):
 			return nil, invalid(fmt.Sprintf("events[%d]", i), "unknown event type %q; the types are %s, or \"*\" for all", t, strings.Join(events.Types, ", "))
 		case t == events.AuditTriggered && !audit:
-			return nil, &ForbiddenError{Param: "events", Message: "audit.triggered events repeat policy decisions: subscribing to them needs the 'records:read' scope"}
+			return nil, forbidden("events", "audit.triggered events repeat policy decisions: subscribing to them needs the 'records:read' scope")
 		}
 		if !slices.Contains(out, t) {
 			out = append(out, t)
@@ -334,11 +336,17 @@ func normalizeEvents(list []string, audit bool) ([]string, error) {
 	}
 	if all {
 		if !audit {
-			return nil, &ForbiddenError{Param: "events", Message: "\"*\" includes audit.triggered events, which repeat policy decisions and need the 'records:read' scope; list the types to deliver instead"}
+			return nil, forbidden("events", "\"*\" includes audit.triggered events, which repeat policy decisions and need the 'records:read' scope; list the types to deliver instead")
 		}
 		return []string{AllEvents}, nil
 	}
 	return out, nil
+}
+
+// forbidden is a request the caller's key may not make: a 403 naming
+// param.
+func forbidden(param, msg string) error {
+	return &apierr.Error{Code: apierr.PermissionDenied, Param: param, Message: msg}
 }
 
 // ListDeliveries returns the deliveries of the caller's team's webhook

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
@@ -103,16 +104,15 @@ func TestNormalizeEvents(t *testing.T) {
 	if got, err := normalizeEvents([]string{"model.ready", "*"}, true); err != nil || len(got) != 1 || got[0] != "*" {
 		t.Fatalf("with *: %v %v", got, err)
 	}
-	var ve *ValidationError
-	if _, err := normalizeEvents(nil, true); !errors.As(err, &ve) || ve.Param != "events" {
+	var ve *apierr.Error
+	if _, err := normalizeEvents(nil, true); !errors.As(err, &ve) || ve.Code != apierr.InvalidRequest || ve.Param != "events" {
 		t.Fatalf("none: %v", err)
 	}
-	if _, err := normalizeEvents([]string{"model.ready", "model.exploded"}, true); !errors.As(err, &ve) || ve.Param != "events[1]" {
+	if _, err := normalizeEvents([]string{"model.ready", "model.exploded"}, true); !errors.As(err, &ve) || ve.Code != apierr.InvalidRequest || ve.Param != "events[1]" {
 		t.Fatalf("unknown: %v", err)
 	}
-	var fe *ForbiddenError
 	for _, list := range [][]string{{"audit.triggered"}, {"*"}} {
-		if _, err := normalizeEvents(list, false); !errors.As(err, &fe) {
+		if _, err := normalizeEvents(list, false); !errors.As(err, &ve) || ve.Code != apierr.PermissionDenied || ve.Param != "events" {
 			t.Fatalf("%v without records:read: %v", list, err)
 		}
 	}

@@ -23,9 +23,10 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 )
 
 // Delivery states.
@@ -56,30 +57,29 @@ const SecretPrefix = "whsec_"
 // entropy (the specification asks for 24 to 64 bytes).
 const secretBytes = 32
 
-// Errors of the store and the service; the HTTP layer maps them.
+// Errors of the store and the service. They are API errors (apierr), so
+// that the HTTP layer needs no mapping of its own: the store and the
+// service return them wrapped by apierr.Wrapf with a message naming the
+// object ("No webhook 'wh_x'."), and errors.Is(err, ErrNotFound) still
+// holds. The sentinels' own messages show only where nothing wrapped them.
 var (
-	ErrNotFound = errors.New("webhook: not found")
-	ErrConflict = errors.New("webhook: conflict")
+	// ErrNotFound: no such webhook or delivery, or one of another team
+	// (the same answer, so that nothing tells other teams' ids).
+	ErrNotFound = apierr.New(apierr.NotFound, "No such webhook or delivery.")
+	// ErrConflict: the webhook is not in a state that allows the change.
+	ErrConflict = apierr.New(apierr.Conflict, "The webhook changed meanwhile; read it again.")
 )
 
-// ValidationError is a request field the service refuses (a 400 naming
-// Param).
-type ValidationError struct{ Param, Message string }
+// notFound is ErrNotFound for the what ("webhook", "delivery") id. The
+// store words its own the same way (sqlstore), so that another team's id
+// and a missing one get the same answer.
+func notFound(what, id string) error {
+	return apierr.Wrapf(ErrNotFound, "No %s '%s'.", what, id)
+}
 
-func (e *ValidationError) Error() string { return e.Param + ": " + e.Message }
-
-// ForbiddenError is a request the caller's key may not make (a 403).
-type ForbiddenError struct{ Param, Message string }
-
-func (e *ForbiddenError) Error() string { return e.Message }
-
-// ConflictError is a change the webhook's state does not allow (a 409).
-type ConflictError struct{ Message string }
-
-func (e *ConflictError) Error() string { return e.Message }
-
+// invalid is a request field the service refuses: a 400 naming param.
 func invalid(param, format string, a ...any) error {
-	return &ValidationError{Param: param, Message: fmt.Sprintf(format, a...)}
+	return apierr.Invalid(param, fmt.Sprintf(format, a...))
 }
 
 // Webhook is a team's endpoint.

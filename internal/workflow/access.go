@@ -7,15 +7,16 @@ import (
 )
 
 // The service's reads take the caller and check its team themselves:
-// another team's workflow, run or approval is ErrNotFound, exactly as one
-// that does not exist (an API answers 404 either way, and says nothing of
-// what other teams have).
+// another team's workflow, run or approval is ErrNotFound, with the same
+// message as one that does not exist ("No workflow 'wf_x'.", as the store
+// words it): an API answers 404 either way, and says nothing of what
+// other teams have.
 
 // GetWorkflow returns the caller's team's workflow id.
 func (s *Service) GetWorkflow(ctx context.Context, caller auth.Key, id string) (Definition, error) {
 	d, err := s.Store.GetWorkflow(ctx, id)
 	if err == nil && d.TeamID != caller.TeamID {
-		return Definition{}, ErrNotFound
+		return Definition{}, notFound("workflow", id)
 	}
 	return d, err
 }
@@ -38,7 +39,7 @@ func (s *Service) DeleteWorkflow(ctx context.Context, caller auth.Key, id string
 func (s *Service) GetRun(ctx context.Context, caller auth.Key, id string) (Run, error) {
 	r, err := s.Store.GetRun(ctx, id)
 	if err == nil && r.TeamID != caller.TeamID {
-		return Run{}, ErrNotFound
+		return Run{}, notFound("workflow run", id)
 	}
 	return r, err
 }
@@ -54,7 +55,7 @@ func (s *Service) ListRuns(ctx context.Context, caller auth.Key, f RunFilter) ([
 func (s *Service) GetApproval(ctx context.Context, caller auth.Key, id string) (Approval, error) {
 	a, err := s.Store.GetApproval(ctx, id)
 	if err == nil && !CanSee(a, caller) {
-		return Approval{}, ErrNotFound
+		return Approval{}, notFound("approval", id)
 	}
 	return a, err
 }

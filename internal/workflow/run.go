@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/durable"
 	"github.com/sovereign-ai/sovereign/internal/events"
 	"github.com/sovereign-ai/sovereign/internal/inference"
+	"github.com/sovereign-ai/sovereign/internal/sources"
 )
 
 // storeRetry is the retry policy of the steps that only read or write the
@@ -38,7 +38,11 @@ func (s *Service) execute(ctx durable.Context, runID string) error {
 	}
 	sp, err := ParseSpec(r.Spec)
 	if err != nil {
-		return s.failRun(ctx, r, &RunError{Code: "invalid_definition", Message: err.Error()})
+		msg := apierr.From(err).Message
+		if p := apierr.From(err).Param; p != "" {
+			msg = p + ": " + msg
+		}
+		return s.failRun(ctx, r, &RunError{Code: "invalid_definition", Message: msg})
 	}
 	if _, err := durable.Step(ctx, "start", func(c context.Context) (bool, error) {
 		return s.setRun(c, r, RunRunning, nil, nil)
@@ -451,31 +455,24 @@ func (s *Service) call(ctx context.Context, r Run, st Step, vars map[string]any)
 		if k == 0 {
 			k = 5
 		}
-		var hits []map[string]any
+		var hits []sources.Result
 		for _, col := range st.CollectionIDs {
-			body := map[string]any{"query": q, "top_k": k}
-			if st.Mode != "" {
-				body["mode"] = st.Mode
+			found, err := s.Searcher.Search(ctx, r.KeyID, user, col, q, k, st.Mode)
+			if err != nil {
+				return nil, stepError("collection "+col, err)
 			}
-			var resp struct {
-				Data []map[string]any `json:"data"`
-			}
-			if err := s.callJSON(ctx, r, "/v1/collections/"+url.PathEscape(col)+"/search", body, &resp); err != nil {
-				return nil, fmt.Errorf("collection %s: %w", col, err)
-			}
-			hits = append(hits, resp.Data...)
+			hits = append(hits, found...)
 		}
-		sort.SliceStable(hits, func(i, j int) bool {
-			a, _ := hits[i]["score"].(float64)
-			b, _ := hits[j]["score"].(float64)
-			return a > b
-		})
+		sort.SliceStable(hits, func(i, j int) bool { return hits[i].Score > hits[j].Score })
 		if len(hits) > k {
 			hits = hits[:k]
 		}
 		texts := make([]string, len(hits))
 		for i, h := range hits {
-			texts[i], _ = h["text"].(string)
+			texts[i] = h.Text
+		}
+		if hits == nil {
+			hits = []sources.Result{} // "hits": [], as the API's empty list
 		}
 		return json.Marshal(map[string]any{"hits": hits, "text": strings.Join(texts, "\n\n")})
 	case StepRerank:
@@ -491,45 +488,29 @@ func (s *Service) call(ctx context.Context, r Run, st Step, vars map[string]any)
 		if !ok {
 			return nil, fmt.Errorf("documents: the expression gave %T, not a list", docs)
 		}
-		body := map[string]any{"query": q, "documents": list, "return_documents": true}
-		if st.Model != "" {
-			body["model"] = st.Model
-		}
-		if st.TopN > 0 {
-			body["top_n"] = st.TopN
-		}
-		var resp struct {
-			Results json.RawMessage `json:"results"`
-		}
-		if err := s.callJSON(ctx, r, "/v1/rerank", body, &resp); err != nil {
+		texts, err := documentTexts(list)
+		if err != nil {
 			return nil, err
 		}
-		return json.Marshal(map[string]any{"results": resp.Results})
+		ranked, err := s.Reranker.Rerank(ctx, r.KeyID, user, st.Model, q, texts, st.TopN)
+		if err != nil {
+			return nil, stepError("rerank", err)
+		}
+		return json.Marshal(map[string]any{"results": ranked})
 	case StepAnswerWithSources:
 		q, err := render(st.Question, vars)
 		if err != nil {
 			return nil, fmt.Errorf("question: %w", err)
 		}
-		body := map[string]any{"model": st.Model, "messages": []map[string]string{{"role": "user", "content": q}},
-			"citations": true, "sources": map[string]any{"collections": st.CollectionIDs}, "user": user}
+		maxTokens := 0
 		if st.MaxTokens != nil {
-			body["max_tokens"] = *st.MaxTokens
+			maxTokens = *st.MaxTokens
 		}
-		var resp struct {
-			Choices []struct {
-				Message struct {
-					Content string `json:"content"`
-				} `json:"message"`
-			} `json:"choices"`
-			Citations json.RawMessage `json:"citations"`
+		ans, err := s.Answerer.AnswerWithSources(ctx, r.KeyID, user, st.Model, q, st.CollectionIDs, maxTokens)
+		if err != nil {
+			return nil, stepError("answer_with_sources", err)
 		}
-		if err := s.callJSON(ctx, r, "/v1/completions", body, &resp); err != nil {
-			return nil, err
-		}
-		if len(resp.Choices) == 0 {
-			return nil, errors.New("the model gave no choice")
-		}
-		return json.Marshal(map[string]any{"text": resp.Choices[0].Message.Content, "citations": resp.Citations})
+		return json.Marshal(map[string]any{"text": ans.Text, "citations": ans.Citations})
 	case StepHTTP:
 		u, err := render(st.URL, vars)
 		if err != nil {
@@ -616,27 +597,4 @@ func retryable(err error) bool {
 // change.
 func statusIsFinal(status int) bool {
 	return status >= 400 && status < 500 && status != 408 && status != 409 && status != 425 && status != 429
-}
-
-// callJSON makes an API call as the run's key and decodes a 2xx answer.
-func (s *Service) callJSON(ctx context.Context, r Run, path string, body any, into any) error {
-	status, resp, err := s.Caller.Call(ctx, r.KeyID, "POST", path, body)
-	if err != nil {
-		return err
-	}
-	if status < 200 || status >= 300 {
-		var env struct {
-			Error struct {
-				Message string `json:"message"`
-				Code    string `json:"code"`
-			} `json:"error"`
-		}
-		json.Unmarshal(resp, &env)
-		err := fmt.Errorf("%s: %d %s: %s", path, status, env.Error.Code, env.Error.Message)
-		if statusIsFinal(status) {
-			return permanent{err.Error()}
-		}
-		return err
-	}
-	return json.Unmarshal(resp, into)
 }

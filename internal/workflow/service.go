@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/durable"
 	"github.com/sovereign-ai/sovereign/internal/events"
@@ -30,12 +31,6 @@ type Engine interface {
 	Start(ctx context.Context, queue, name, id string, input any) error
 	Send(ctx context.Context, id, topic string, msg any, key string) error
 	Cancel(ctx context.Context, id string) error
-}
-
-// Caller makes the API calls of model steps in-process, as a key, through
-// the request pipeline (httpapi.Server.Invoke): status and body.
-type Caller interface {
-	Call(ctx context.Context, keyID, method, path string, body any) (status int, resp []byte, err error)
 }
 
 // Chatter runs chat steps' model calls through the generation service as
@@ -72,12 +67,16 @@ type Publisher interface {
 type Service struct {
 	Store   Store
 	Engine  Engine
-	Caller  Caller
 	Chatter Chatter
-	Fetcher Fetcher
-	Events  Publisher
-	Log     *slog.Logger
-	Now     func() time.Time
+	// Searcher runs retrieve steps, Reranker rerank steps, Answerer
+	// answer_with_sources steps.
+	Searcher Searcher
+	Reranker Reranker
+	Answerer Answerer
+	Fetcher  Fetcher
+	Events   Publisher
+	Log      *slog.Logger
+	Now      func() time.Time
 }
 
 // durableRun is the run's workflow in the durable engine. Runs start at
@@ -228,7 +227,7 @@ func (s *Service) Cancel(ctx context.Context, caller auth.Key, id string) (Run, 
 		return r, err
 	}
 	if Terminal(r.Status) {
-		return r, &ConflictError{Message: "the run has ended (" + r.Status + ")"}
+		return r, apierr.New(apierr.Conflict, "the run has ended ("+r.Status+")")
 	}
 	if err := s.Store.RequestCancel(ctx, r.ID); err != nil {
 		return r, err
@@ -278,17 +277,6 @@ func (s *Service) Cancel(ctx context.Context, caller auth.Key, id string) (Run, 
 	return s.Store.GetRun(ctx, r.ID)
 }
 
-// ConflictError is a change the object's state does not allow (409).
-type ConflictError struct{ Message string }
-
-func (e *ConflictError) Error() string { return e.Message }
-
-// ForbiddenError is a decision by a key outside an approval's approvers
-// (403).
-type ForbiddenError struct{ Message string }
-
-func (e *ForbiddenError) Error() string { return e.Message }
-
 // CanSee reports whether key may see an approval: keys of the run's team,
 // and of a team its approvers name.
 func CanSee(a Approval, key auth.Key) bool {
@@ -325,16 +313,17 @@ type decision struct {
 
 // Decide records a decision (approve or reject) by key on the pending
 // approval id (one key may see: its run's team's, or a team its approvers
-// name; others are ErrNotFound) and hands it to the waiting run. A key outside the approvers gets
-// ForbiddenError; a decided approval ConflictError — unless it is the
-// same decision repeated, which is delivered again (a retried request).
+// name; others are ErrNotFound) and hands it to the waiting run. A key
+// outside the approvers gets a permission_denied error; a decided
+// approval a conflict — unless it is the same decision repeated, which is
+// delivered again (a retried request).
 func (s *Service) Decide(ctx context.Context, key auth.Key, id string, approve bool, comment string) (Approval, error) {
 	a, err := s.GetApproval(ctx, key, id)
 	if err != nil {
 		return a, err
 	}
 	if !MayDecide(a, key) {
-		return a, &ForbiddenError{Message: "this API key is not one of the approval's approvers"}
+		return a, apierr.New(apierr.PermissionDenied, "this API key is not one of the approval's approvers")
 	}
 	if len(comment) > 4096 {
 		return a, invalid("comment", "comment is at most 4096 characters")
@@ -346,7 +335,7 @@ func (s *Service) Decide(ctx context.Context, key auth.Key, id string, approve b
 	got, err := s.Store.DecideApproval(ctx, a.ID, status, comment, key.ID, s.now())
 	if errors.Is(err, ErrConflict) {
 		if got.Status != status || got.DecidedBy != key.ID {
-			return got, &ConflictError{Message: "the approval is " + got.Status + " already"}
+			return got, apierr.New(apierr.Conflict, "the approval is "+got.Status+" already")
 		}
 	} else if err != nil {
 		return a, err

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 )
 
 // Step types.
@@ -136,17 +138,11 @@ var fields = map[string][]string{
 	StepWait:              {"duration"},
 }
 
-// ValidationError is a definition's error: Param names the field
-// ("steps[2].when"), Message says what is wrong (with the CEL or template
-// position when it is an expression's).
-type ValidationError struct {
-	Param, Message string
-}
-
-func (e *ValidationError) Error() string { return e.Param + ": " + e.Message }
-
-func invalid(param, format string, args ...any) *ValidationError {
-	return &ValidationError{Param: param, Message: fmt.Sprintf(format, args...)}
+// invalid is a definition's (or a request's) error, a 400: param names
+// the field ("steps[2].when"), the message says what is wrong (with the
+// CEL or template position when it is an expression's).
+func invalid(param, format string, args ...any) *apierr.Error {
+	return apierr.Invalid(param, fmt.Sprintf(format, args...))
 }
 
 var stepID = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)

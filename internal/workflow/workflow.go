@@ -13,8 +13,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"errors"
 	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 )
 
 // Run states.
@@ -46,13 +47,26 @@ const (
 	ApprovalExpired  = "expired"
 )
 
-// Errors of the store and the service.
+// Errors of the store and the service. They are API errors (apierr), so
+// that the HTTP layer needs no mapping of its own: the store and the
+// service return them wrapped by apierr.Wrapf with a message naming the
+// object ("No workflow 'wf_x'."), and errors.Is(err, ErrNotFound) still
+// holds. The sentinels' own messages show only where nothing wrapped them.
 var (
-	ErrNotFound = errors.New("workflow: not found")
+	// ErrNotFound: no such workflow, run or approval, or one of another
+	// team (the same answer, so that nothing tells other teams' ids).
+	ErrNotFound = apierr.New(apierr.NotFound, "No such workflow, run or approval.")
 	// ErrConflict: the object is not in a state that allows the change
-	// (a decided approval, a finished run).
-	ErrConflict = errors.New("workflow: conflict")
+	// (a decided approval, a definition updated meanwhile).
+	ErrConflict = apierr.New(apierr.Conflict, "The object changed meanwhile; read it again.")
 )
+
+// notFound is ErrNotFound for the what ("workflow", "workflow run",
+// "approval") id. The store words its own the same way (sqlstore), so
+// that another team's id and a missing one get the same answer.
+func notFound(what, id string) error {
+	return apierr.Wrapf(ErrNotFound, "No %s '%s'.", what, id)
+}
 
 // Definition is a stored workflow definition at its current version.
 type Definition struct {

@@ -147,10 +147,17 @@ func TestApprovedRunSucceeds(t *testing.T) {
 	// A key of another team does not see the approval (even an admin
 	// key: teams are isolated); one of the team outside the approvers may
 	// not decide.
-	if _, err := h.svc.Decide(context.Background(), auth.Key{ID: "key_b", TeamID: "team_b", Scopes: []auth.Scope{auth.ScopeAdmin}}, a.ID, true, ""); !errors.Is(err, workflow.ErrNotFound) {
+	// Another team's approval is not found in the same words as a
+	// missing one: nothing tells that it exists.
+	if _, err := h.svc.Decide(context.Background(), auth.Key{ID: "key_b", TeamID: "team_b", Scopes: []auth.Scope{auth.ScopeAdmin}}, a.ID, true, ""); !errors.Is(err, workflow.ErrNotFound) ||
+		apierr.From(err).Message != "No approval '"+a.ID+"'." {
 		t.Fatalf("another team's key decided: %v", err)
 	}
-	if _, err := h.svc.Decide(context.Background(), auth.Key{ID: "key_c", TeamID: h.key.TeamID, Scopes: []auth.Scope{auth.ScopeInference}}, a.ID, true, ""); !errors.As(err, new(*workflow.ForbiddenError)) {
+	if _, err := h.svc.Decide(context.Background(), h.key, "apr_missing", true, ""); !errors.Is(err, workflow.ErrNotFound) ||
+		apierr.From(err).Message != "No approval 'apr_missing'." {
+		t.Fatalf("a missing approval: %v", err)
+	}
+	if _, err := h.svc.Decide(context.Background(), auth.Key{ID: "key_c", TeamID: h.key.TeamID, Scopes: []auth.Scope{auth.ScopeInference}}, a.ID, true, ""); apierr.CodeOf(err) != apierr.PermissionDenied {
 		t.Fatalf("a key outside the approvers decided: %v", err)
 	}
 	if _, err := h.svc.Decide(context.Background(), h.key, a.ID, true, "fine"); err != nil {
@@ -158,7 +165,7 @@ func TestApprovedRunSucceeds(t *testing.T) {
 	}
 	// Deciding again differently is a conflict; the same decision again is
 	// delivered again (a retried request).
-	if _, err := h.svc.Decide(context.Background(), h.key, a.ID, false, ""); !errors.As(err, new(*workflow.ConflictError)) {
+	if _, err := h.svc.Decide(context.Background(), h.key, a.ID, false, ""); apierr.CodeOf(err) != apierr.Conflict || apierr.From(err).Message != "the approval is approved already" {
 		t.Fatalf("second decision: %v", err)
 	}
 	if _, err := h.svc.Decide(context.Background(), h.key, a.ID, true, "fine"); err != nil {
@@ -235,7 +242,7 @@ func TestApprovalExpires(t *testing.T) {
 	if a.Status != workflow.ApprovalExpired {
 		t.Errorf("approval %s", a.Status)
 	}
-	if _, err := h.svc.Decide(context.Background(), h.key, a.ID, true, ""); !errors.As(err, new(*workflow.ConflictError)) {
+	if _, err := h.svc.Decide(context.Background(), h.key, a.ID, true, ""); apierr.CodeOf(err) != apierr.Conflict {
 		t.Errorf("deciding an expired approval: %v", err)
 	}
 }
@@ -363,7 +370,7 @@ func TestCancelWaitingRun(t *testing.T) {
 	if r, _ = h.svc.Store.GetRun(context.Background(), r.ID); r.Status != workflow.RunCancelled {
 		t.Errorf("the run moved on after its cancellation: %s", r.Status)
 	}
-	if _, err := h.svc.Cancel(context.Background(), h.key, r.ID); !errors.As(err, new(*workflow.ConflictError)) {
+	if _, err := h.svc.Cancel(context.Background(), h.key, r.ID); apierr.CodeOf(err) != apierr.Conflict {
 		t.Errorf("cancelling twice: %v", err)
 	}
 }
@@ -373,8 +380,8 @@ func TestPrivateTargetRefusedWhenSaved(t *testing.T) {
 		return 200, nil, nil, nil
 	})
 	_, err := h.svc.Create(context.Background(), "team_a", "x", "", json.RawMessage(`{"steps": [{"id": "a", "type": "transform", "template": "x"}, {"id": "b", "type": "http", "url": "http://127.0.0.1:9/x"}]}`))
-	var ve *workflow.ValidationError
-	if !errors.As(err, &ve) || ve.Param != "steps[1].url" || !strings.Contains(ve.Message, "loopback") {
+	var ve *apierr.Error
+	if !errors.As(err, &ve) || ve.Code != apierr.InvalidRequest || ve.Param != "steps[1].url" || !strings.Contains(ve.Message, "loopback") {
 		t.Fatalf("got %v", err)
 	}
 }
@@ -398,9 +405,52 @@ func TestValidation(t *testing.T) {
 		{`{"steps": [{"id": "a", "type": "transform", "template": "x"}], "extra": 1}`, "extra", "unknown field"},
 	} {
 		_, err := workflow.ParseSpec(json.RawMessage(c.spec))
-		var ve *workflow.ValidationError
-		if !errors.As(err, &ve) || ve.Param != c.param || !strings.Contains(ve.Message, c.msg) {
+		var ve *apierr.Error
+		if !errors.As(err, &ve) || ve.Code != apierr.InvalidRequest || ve.Param != c.param || !strings.Contains(ve.Message, c.msg) {
 			t.Errorf("%s: got %v, want param %s with %q", c.spec, err, c.param, c.msg)
 		}
+	}
+}
+
+// TestNotFound: another team's workflow or run and a missing one are not
+// found in the same words, naming the id the request named (the HTTP
+// layer shows the message as it is); a definition updated meanwhile is a
+// conflict that says so.
+func TestNotFound(t *testing.T) {
+	h := newHarness(t, nil, nil)
+	ctx := context.Background()
+	d := h.define(t, `{"steps": [{"id": "a", "type": "wait", "duration": "1h"}]}`)
+	r, err := h.svc.Start(ctx, h.key, d.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	teamB := auth.Key{ID: "key_b", TeamID: "team_b", Scopes: []auth.Scope{auth.ScopeAdmin}}
+	second := func(_ any, err error) error { return err }
+	for _, c := range []struct {
+		what string
+		err  error
+		want string
+	}{
+		{"another team's workflow", second(h.svc.GetWorkflow(ctx, teamB, d.ID)), "No workflow '" + d.ID + "'."},
+		{"a missing workflow", second(h.svc.GetWorkflow(ctx, h.key, "wf_missing")), "No workflow 'wf_missing'."},
+		{"starting another team's workflow", second(h.svc.Start(ctx, teamB, d.ID, nil)), "No workflow '" + d.ID + "'."},
+		{"deleting a missing workflow", h.svc.DeleteWorkflow(ctx, h.key, "wf_missing"), "No workflow 'wf_missing'."},
+		{"another team's run", second(h.svc.GetRun(ctx, teamB, r.ID)), "No workflow run '" + r.ID + "'."},
+		{"cancelling a missing run", second(h.svc.Cancel(ctx, h.key, "run_missing")), "No workflow run 'run_missing'."},
+		{"a missing approval", second(h.svc.GetApproval(ctx, h.key, "apr_missing")), "No approval 'apr_missing'."},
+	} {
+		if e := apierr.From(c.err); !errors.Is(c.err, workflow.ErrNotFound) || e.Status() != 404 || e.Message != c.want {
+			t.Errorf("%s: %v, want 404 %q", c.what, c.err, c.want)
+		}
+	}
+	// An update that finds another version stored (one that came first).
+	stale := d
+	stale.Version = 5
+	err = h.svc.Store.UpdateWorkflow(ctx, stale)
+	if e := apierr.From(err); !errors.Is(err, workflow.ErrConflict) || e.Status() != 409 || e.Message != "The workflow changed meanwhile; read it again." {
+		t.Errorf("a stale update: %v", err)
+	}
+	if _, err := h.svc.Cancel(ctx, h.key, r.ID); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/events"
 )
 
@@ -89,7 +90,7 @@ func (s *Store) GetEvent(_ context.Context, id string) (events.Event, error) {
 			return ev, nil
 		}
 	}
-	return events.Event{}, events.ErrNotFound
+	return events.Event{}, apierr.Wrapf(events.ErrNotFound, "no event %q", id)
 }
 
 // LastEventSeq implements events.Store.
