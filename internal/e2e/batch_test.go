@@ -382,3 +382,62 @@ func (e *env) uploadJSONL(key, content string) string {
 	}
 	return f["id"].(string)
 }
+
+// TestBatchLinesWithSourcesDecodeOnce: lines of the Responses API and
+// completions with sources run through the generation service too, not
+// an in-process HTTP round trip: one request decode a line, the answer
+// the same shape as over HTTP (citations from the line's documents,
+// stored as source links; a Responses line's response stored and
+// readable), each recorded for its batch.
+func TestBatchLinesWithSourcesDecodeOnce(t *testing.T) {
+	e := newEnv(t, defaultStore(t), engine.Config{CtxPerSlot: 2048})
+	_, key := teamWithKey(t, e, "batches", "inference", "records:read")
+	docs := `"sources":{"documents":[{"id":"refunds","title":"Refunds","text":"Refunds are paid within 14 days to the original payment card."}]}`
+	lines := map[string]string{
+		"/v1/completions": fmt.Sprintf(`{"custom_id":"c","method":"POST","url":"/v1/completions","body":{"model":%q,"messages":[{"role":"user","content":"How long do refunds take?"}],"citations":true,%s,"max_tokens":60,"temperature":0}}`, answerModel, docs),
+		"/v1/responses":   fmt.Sprintf(`{"custom_id":"r","method":"POST","url":"/v1/responses","body":{"model":%q,"input":"How long do refunds take?","citations":true,%s,"max_output_tokens":60,"temperature":0}}`, answerModel, docs),
+	}
+	for endpoint, line := range lines {
+		b := e.jsonWith(key, "POST", "/v1/batches", map[string]any{"input_file_id": e.uploadJSONL(key, line+"\n"), "endpoint": endpoint, "completion_window": "24h"}, 200)
+		before := openai.Decodes()
+		for deadline := time.Now().Add(2 * time.Minute); b["status"] != "completed"; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) || b["status"] == "failed" {
+				t.Fatalf("%s: batch %v", endpoint, b)
+			}
+			b = e.jsonWith(key, "GET", "/v1/batches/"+b["id"].(string), nil, 200)
+		}
+		if n := openai.Decodes() - before; n != 1 {
+			t.Errorf("%s: %d request decodes for one line, want one", endpoint, n)
+		}
+		r := e.request(key, "GET", "/v1/files/"+b["output_file_id"].(string)+"/content", nil)
+		raw, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		out := jsonLines(t, raw)
+		if len(out) != 1 || out[0]["response"].(map[string]any)["status_code"] != 200.0 {
+			t.Fatalf("%s: output %s", endpoint, raw)
+		}
+		res := out[0]["response"].(map[string]any)
+		answer := res["body"].(map[string]any)
+		switch endpoint {
+		case "/v1/completions":
+			cits, _ := answer["citations"].([]any)
+			text := answer["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)["content"].(string)
+			if !strings.Contains(text, "14") || len(cits) == 0 {
+				t.Errorf("%s: answer %v", endpoint, answer)
+			} else if links := e.jsonWith(key, "GET", "/v1/source_links?response_id="+answer["id"].(string), nil, 200)["data"].([]any); len(links) == 0 {
+				t.Errorf("%s: no source links for %s", endpoint, answer["id"])
+			}
+		case "/v1/responses":
+			if answer["object"] != "response" || answer["status"] != "completed" || !strings.Contains(fmt.Sprint(answer["output"]), "14") {
+				t.Errorf("%s: answer %v", endpoint, answer)
+			}
+			if kept := e.jsonWith(key, "GET", "/v1/responses/"+answer["id"].(string), nil, 200); kept["id"] != answer["id"] {
+				t.Errorf("%s: the stored response %v", endpoint, kept)
+			}
+		}
+		rec := e.jsonWith(key, "GET", "/v1/logs/"+res["request_id"].(string), nil, 200)
+		if rec["route"] != "POST "+endpoint || rec["user"] != "batch:"+b["id"].(string) || rec["completion_tokens"].(float64) < 1 {
+			t.Errorf("%s: record %v", endpoint, rec)
+		}
+	}
+}

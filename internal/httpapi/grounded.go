@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -22,26 +23,16 @@ import (
 // citations the response carries them, and each is recorded as a source
 // link before the client gets them.
 func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req *openai.CompletionRequest) error {
-	chat, err := req.ChatRequest()
-	if err != nil {
-		return err
-	}
-	native, err := chat.Native()
-	if err != nil {
-		return err
-	}
-	if req.Choices() > 1 {
-		return apierr.Invalid("n", "n > 1 is supported on /v1/chat/completions; send one request per completion here")
-	}
 	m, err := s.model(w, r, req.Model, "chat")
 	if err != nil {
 		return err
 	}
-	if err := generate.Fit(m, &native); err != nil {
+	native, err := groundedNative(m, req)
+	if err != nil {
 		return err
 	}
 	cite := req.Citations.Cite()
-	ans, err := s.prepareAnswer(w, r, m, native, req.Citations, req.Sources)
+	ans, err := s.prepareAnswer(r.Context(), w.Header(), m, native, req.Citations, req.Sources)
 	if err != nil {
 		return err
 	}
@@ -59,36 +50,9 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 	// completion, so that each SDK method reads its own shape.
 	textForm := req.Messages == nil
 	if !req.Stream {
-		var resp any
-		var id string
-		if textForm {
-			out, err := openai.CollectText(stream, m.ID, false)
-			if err != nil {
-				return err
-			}
-			id, resp = out.ID, &openai.CitedTextCompletion{TextCompletion: out}
-		} else {
-			out, err := openai.CollectChat([]inference.Stream{stream}, m.ID, false)
-			if err != nil {
-				return err
-			}
-			id, resp = out.ID, &openai.CitedChatCompletion{ChatCompletion: out}
-		}
-		if err := gen.End(); err != nil {
+		resp, err := s.groundedWhole(ctx, gen, m, ans, textForm, cite)
+		if err != nil {
 			return err
-		}
-		if cite {
-			cits, unsupported, err := ans.Finish(ctx, id, m.ID)
-			if err != nil {
-				return err
-			}
-			gen.RedactCitations(cits, unsupported)
-			switch v := resp.(type) {
-			case *openai.CitedTextCompletion:
-				v.Citations, v.Unsupported = cits, unsupported
-			case *openai.CitedChatCompletion:
-				v.Citations, v.Unsupported = cits, unsupported
-			}
 		}
 		return writeJSON(w, http.StatusOK, resp)
 	}
@@ -144,6 +108,62 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 	return out.done()
 }
 
+// groundedNative is a completion request with sources as the native chat
+// request it asks of the model m, fitted to it.
+func groundedNative(m catalog.Resolved, req *openai.CompletionRequest) (inference.CompletionRequest, error) {
+	if req.Choices() > 1 {
+		return inference.CompletionRequest{}, apierr.Invalid("n", "n > 1 is supported on /v1/chat/completions; send one request per completion here")
+	}
+	chat, err := req.ChatRequest()
+	if err != nil {
+		return inference.CompletionRequest{}, err
+	}
+	native, err := chat.Native()
+	if err != nil {
+		return native, err
+	}
+	return native, generate.Fit(m, &native)
+}
+
+// groundedWhole reads a grounded answer's generation whole and renders it
+// as a text or chat completion, with its citations (stored as source
+// links) when cite: for a request that does not stream, and a batch line.
+func (s *Server) groundedWhole(ctx context.Context, gen *generate.Generation, m catalog.Resolved, ans *answers.Answer, textForm, cite bool) (any, error) {
+	stream := gen.Streams[0]
+	var resp any
+	var id string
+	if textForm {
+		out, err := openai.CollectText(stream, m.ID, false)
+		if err != nil {
+			return nil, err
+		}
+		id, resp = out.ID, &openai.CitedTextCompletion{TextCompletion: out}
+	} else {
+		out, err := openai.CollectChat([]inference.Stream{stream}, m.ID, false)
+		if err != nil {
+			return nil, err
+		}
+		id, resp = out.ID, &openai.CitedChatCompletion{ChatCompletion: out}
+	}
+	if err := gen.End(); err != nil {
+		return nil, err
+	}
+	if cite {
+		cits, unsupported, err := ans.Finish(ctx, id, m.ID)
+		if err != nil {
+			return nil, err
+		}
+		gen.RedactCitations(cits, unsupported)
+		switch v := resp.(type) {
+		case *openai.CitedTextCompletion:
+			v.Citations, v.Unsupported = cits, unsupported
+		case *openai.CitedChatCompletion:
+			v.Citations, v.Unsupported = cits, unsupported
+		}
+	}
+	return resp, nil
+}
+
 // streamForm renders a streamed grounded answer as chat or text
 // completion chunks.
 type streamForm struct {
@@ -180,14 +200,14 @@ func anys[T any](xs []T) []any {
 // prepareAnswer resolves an answer's sources from the request's sources
 // field (search options decoded here: the rerank model is resolved like
 // any model) and hands the rest to the answers service.
-func (s *Server) prepareAnswer(w http.ResponseWriter, r *http.Request, m catalog.Resolved, chat inference.CompletionRequest, c *openai.CitationsParam, p *openai.SourcesParam) (*answers.Answer, error) {
+func (s *Server) prepareAnswer(ctx context.Context, h http.Header, m catalog.Resolved, chat inference.CompletionRequest, c *openai.CitationsParam, p *openai.SourcesParam) (*answers.Answer, error) {
 	cite := c.Cite()
-	req := answers.Request{TeamID: teamOf(r), Chat: chat, Cite: cite, NoAbstain: c.NoAbstain(), Family: m.Family, Grounded: p != nil, Param: "sources"}
-	if k, ok := KeyFrom(r.Context()); ok {
-		req.KeyID = k.ID
+	req := answers.Request{Chat: chat, Cite: cite, NoAbstain: c.NoAbstain(), Family: m.Family, Grounded: p != nil, Param: "sources"}
+	if k, ok := KeyFrom(ctx); ok {
+		req.TeamID, req.KeyID = k.TeamID, k.ID
 	}
 	if !cite && p == nil {
-		return s.answers().Prepare(r.Context(), req)
+		return s.answers().Prepare(ctx, req)
 	}
 	if err := s.sourcesOn(); err != nil {
 		return nil, err
@@ -205,7 +225,7 @@ func (s *Server) prepareAnswer(w http.ResponseWriter, r *http.Request, m catalog
 			k := answers.DefaultTopK
 			topK = &k
 		}
-		o, err := s.searchOptions(w, r, topK, p.Mode, p.Rerank)
+		o, err := s.searchOptions(ctx, h, topK, p.Mode, p.Rerank)
 		if err != nil {
 			if p := apierr.From(err).Param; p != "" {
 				return nil, apierr.WithParam(err, "sources."+p)
@@ -214,7 +234,7 @@ func (s *Server) prepareAnswer(w http.ResponseWriter, r *http.Request, m catalog
 		}
 		req.Search = o
 	}
-	return s.answers().Prepare(r.Context(), req)
+	return s.answers().Prepare(ctx, req)
 }
 
 // answers is the answers service: the configured one, or one over the

@@ -26,13 +26,11 @@ import (
 // trip. An upstream model's line is relayed as written (its body scanned
 // once, as over HTTP). The line is governed and recorded like the same
 // request over HTTP (route POST endpoint, end user the body's "user" or
-// else user). Lines for the Responses API and answers with sources still
-// go through the API in process (Invoke). err is for a line that could not
-// be run at all: the key cannot be read, or is revoked or expired.
+// else user). Lines for the Responses API and answers with sources run the
+// same way, on the request types of their routes. err is for a line that
+// could not be run at all: the key cannot be read, or is revoked or
+// expired.
 func (s *Server) RunLine(ctx context.Context, keyID, endpoint, user string, body []byte) (batch.Answer, error) {
-	if endpoint == "/v1/responses" {
-		return s.lineViaAPI(ctx, keyID, endpoint, user, body)
-	}
 	call, err := s.Gen.As(ctx, keyID, "POST "+endpoint, auth.ScopeInference)
 	if err != nil && apierr.From(err).Code != apierr.PermissionDenied {
 		return batch.Answer{}, err
@@ -48,9 +46,6 @@ func (s *Server) RunLine(ctx context.Context, keyID, endpoint, user string, body
 	if err == nil {
 		ans, err = s.line(ctx, call, endpoint, body)
 	}
-	if errors.Is(err, errViaAPI) {
-		return s.lineViaAPI(ctx, keyID, endpoint, user, body)
-	}
 	ans.RequestID, ans.Status = call.ID, http.StatusOK
 	if err != nil {
 		e := apierr.From(err)
@@ -64,8 +59,10 @@ func (s *Server) RunLine(ctx context.Context, keyID, endpoint, user string, body
 	return ans, nil
 }
 
-// errViaAPI says a line is one RunLine hands to the API in process.
-var errViaAPI = errors.New("httpapi: run through the API")
+// errNotRelayed says a line for an upstream model is Sovereign's own to
+// run (an answer with sources; a Responses API request for an upstream
+// without "responses"), as over HTTP.
+var errNotRelayed = errors.New("httpapi: not relayed")
 
 // line runs a line's request.
 func (s *Server) line(ctx context.Context, call *generate.Call, endpoint string, body []byte) (batch.Answer, error) {
@@ -73,19 +70,24 @@ func (s *Server) line(ctx context.Context, call *generate.Call, endpoint string,
 	if err != nil {
 		return batch.Answer{}, err
 	}
-	capability := map[string]string{"/v1/chat/completions": "chat", "/v1/embeddings": "embeddings"}[endpoint]
+	capability := map[string]string{"/v1/chat/completions": "chat", "/v1/embeddings": "embeddings", "/v1/responses": "chat"}[endpoint]
 	m, err := s.Gen.Resolve(ctx, call, name, capability)
 	if err != nil {
 		return batch.Answer{}, err
 	}
-	if m.Relay != nil && (endpoint != "/v1/completions" || m.Has("completions")) {
-		return s.relayLine(ctx, call, m, strings.TrimPrefix(endpoint, "/v1"), body)
+	if m.Relay != nil {
+		ans, err := s.relayLine(ctx, call, m, strings.TrimPrefix(endpoint, "/v1"), body)
+		if !errors.Is(err, errNotRelayed) {
+			return ans, err
+		}
 	}
 	switch endpoint {
 	case "/v1/chat/completions":
 		return s.chatLine(ctx, call, m, body)
 	case "/v1/completions":
 		return s.completionLine(ctx, call, m, body)
+	case "/v1/responses":
+		return s.responseLine(ctx, call, m, body)
 	}
 	return s.embeddingLine(ctx, call, m, body)
 }
@@ -212,7 +214,7 @@ func (s *Server) completionLine(ctx context.Context, call *generate.Call, m cata
 		return batch.Answer{}, err
 	}
 	if req.Grounded() {
-		return batch.Answer{}, errViaAPI
+		return s.groundedLine(ctx, call, m, body, &req)
 	}
 	if !m.Has("completions") {
 		return batch.Answer{}, apierr.Invalid("model", "the model "+m.ID+" does not support completions (it supports: "+strings.Join(m.Capabilities, ", ")+")")
@@ -321,8 +323,11 @@ func (s *Server) relayLine(ctx context.Context, call *generate.Call, m catalog.R
 	if err != nil {
 		return batch.Answer{}, err
 	}
-	if path == "/completions" && (p.Grounded || p.HasMessages) {
-		return batch.Answer{}, errViaAPI // an answer with sources: Sovereign's own
+	switch {
+	case path == "/completions" && (p.Grounded || p.HasMessages), path == "/responses" && (p.Grounded || !m.Has("responses")):
+		return batch.Answer{}, errNotRelayed
+	case path == "/completions" && !m.Has("completions"):
+		return batch.Answer{}, apierr.Invalid("model", "the model "+m.ID+" does not support completions (it supports: "+strings.Join(m.Capabilities, ", ")+")")
 	}
 	if err := notStreamed(p.Stream); err != nil {
 		return batch.Answer{}, err
@@ -353,40 +358,79 @@ func (s *Server) relayLine(ctx context.Context, call *generate.Call, m catalog.R
 	return batch.Answer{Body: answer, InputTokens: in, OutputTokens: out}, nil
 }
 
-// lineViaAPI runs a line through the API in process (Invoke), which
-// records it: the Responses API's lines and answers with sources. The
-// batch names the line's end user when its body names none.
-func (s *Server) lineViaAPI(ctx context.Context, keyID, endpoint, user string, body []byte) (batch.Answer, error) {
-	if sp, err := rawjson.FindValid(body, "user"); err == nil && (!sp.Found || string(body[sp.Start:sp.End]) == "null" || string(body[sp.Start:sp.End]) == `""`) {
-		u, _ := json.Marshal(user)
-		if b, err := rawjson.SetValid(body, "user", u); err == nil {
-			body = b
-		}
+// responseLine runs a Responses API line: the same response as POST
+// /v1/responses gives when it does not stream, stored when the line asks
+// (the default), like one over HTTP.
+func (s *Server) responseLine(ctx context.Context, call *generate.Call, m catalog.Resolved, body []byte) (batch.Answer, error) {
+	var req openai.ResponsesRequest
+	if err := openai.DecodeRequest(bytes.NewReader(body), &req); err != nil {
+		return batch.Answer{}, err
 	}
-	v, err := s.Invoke(ctx, keyID, http.MethodPost, endpoint, body)
+	if err := notStreamed(req.Stream); err != nil {
+		return batch.Answer{}, err
+	}
+	gate := func() (generate.Gate, error) {
+		items, err := req.Items()
+		if err != nil {
+			return generate.Gate{}, err
+		}
+		native, err := req.Native(nil, items)
+		if err != nil {
+			return generate.Gate{}, err
+		}
+		return generate.Gate{Text: generate.MessagesText(native.Messages), MaxTokens: native.MaxTokens, Output: true}, nil
+	}
+	g, err := gate()
 	if err != nil {
 		return batch.Answer{}, err
 	}
-	ans := batch.Answer{Status: v.Status, RequestID: v.Header.Get("X-Request-Id"), Body: v.Body}
-	if v.Status < 200 || v.Status > 299 {
-		ans.RetryAfter = apierr.FromBody(v.Status, v.Body).RetryAfter
-		if ra := v.Header.Get("Retry-After"); ra != "" {
-			if d, err := time.ParseDuration(ra + "s"); err == nil {
-				ans.RetryAfter = d
-			}
+	if _, err := s.admitLine(ctx, call, m, g, body, &req); err != nil {
+		return batch.Answer{}, err
+	}
+	t, err := s.startTurn(ctx, nil, m, &req)
+	if err != nil {
+		return batch.Answer{}, err
+	}
+	defer t.gen.Close()
+	resp, err := t.whole(ctx)
+	if err != nil {
+		return batch.Answer{}, err
+	}
+	return answered(call, resp)
+}
+
+// groundedLine runs a completion line with sources: the same answer as
+// POST /v1/completions with "citations" or "sources" gives when it does
+// not stream, its citations stored as source links.
+func (s *Server) groundedLine(ctx context.Context, call *generate.Call, m catalog.Resolved, body []byte, req *openai.CompletionRequest) (batch.Answer, error) {
+	if err := notStreamed(req.Stream); err != nil {
+		return batch.Answer{}, err
+	}
+	native, err := groundedNative(m, req)
+	if err != nil {
+		return batch.Answer{}, err
+	}
+	if redacted, err := s.admitLine(ctx, call, m, generate.Gate{Text: generate.MessagesText(native.Messages), MaxTokens: native.MaxTokens, Output: true}, body, req); err != nil {
+		return batch.Answer{}, err
+	} else if redacted {
+		if native, err = groundedNative(m, req); err != nil {
+			return batch.Answer{}, err
 		}
-		return ans, nil
 	}
-	var u struct {
-		Usage struct {
-			PromptTokens     int `json:"prompt_tokens"`
-			CompletionTokens int `json:"completion_tokens"`
-			InputTokens      int `json:"input_tokens"`
-			OutputTokens     int `json:"output_tokens"`
-		} `json:"usage"`
+	ans, err := s.prepareAnswer(ctx, nil, m, native, req.Citations, req.Sources)
+	if err != nil {
+		return batch.Answer{}, err
 	}
-	json.Unmarshal(v.Body, &u)
-	ans.InputTokens = u.Usage.PromptTokens + u.Usage.InputTokens
-	ans.OutputTokens = u.Usage.CompletionTokens + u.Usage.OutputTokens
-	return ans, nil
+	native = ans.Chat
+	native.Model, native.Stream = m.ID, false
+	gen, err := s.Gen.Answer(ctx, call, m, ans, native)
+	if err != nil {
+		return batch.Answer{}, err
+	}
+	defer gen.Close()
+	resp, err := s.groundedWhole(ctx, gen, m, ans, req.Messages == nil, req.Citations.Cite())
+	if err != nil {
+		return batch.Answer{}, err
+	}
+	return answered(call, resp)
 }

@@ -32,13 +32,18 @@ type ModelCatalog interface {
 // capability and has not been retired, and sets the Deprecation, Sunset
 // and Link headers of a deprecated model.
 func (s *Server) model(w http.ResponseWriter, r *http.Request, name, capability string) (catalog.Resolved, error) {
+	return s.modelFor(r.Context(), w.Header(), name, capability)
+}
+
+// modelFor is model for a caller without a request (a batch line): h
+// takes the deprecation headers (nil: none wanted).
+func (s *Server) modelFor(ctx context.Context, h http.Header, name, capability string) (catalog.Resolved, error) {
 	if name == "" {
 		return catalog.Resolved{}, apierr.Invalid("model", "'model' is required")
 	}
-	m, err := s.Gen.Resolve(r.Context(), info(r.Context()), name, capability)
-	if d := m.Deprecation; d != nil {
+	m, err := s.Gen.Resolve(ctx, info(ctx), name, capability)
+	if d := m.Deprecation; d != nil && h != nil {
 		// Said with a capability refusal and a retirement too.
-		h := w.Header()
 		if d.DeprecatedAt != nil {
 			h.Set("Deprecation", fmt.Sprintf("@%d", d.DeprecatedAt.Unix()))
 		} else {

@@ -11,7 +11,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/answers"
 	"github.com/sovereign-ai/sovereign/internal/apierr"
+	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/generate"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/openai"
@@ -39,90 +41,24 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 	if err := openai.DecodeRequest(bytes.NewReader(body), &req); err != nil {
 		return err
 	}
-	items, err := req.Items()
-	if err != nil {
-		return err
-	}
-	var history []openai.InputItem
-	if req.PreviousResponseID != "" {
-		prev, err := s.storedResponse(r, req.PreviousResponseID)
-		if err != nil {
-			return apierr.WithParam(err, "previous_response_id")
-		}
-		if err := json.Unmarshal(prev.Conversation, &history); err != nil {
-			return fmt.Errorf("stored response %s: %w", prev.ID, err)
-		}
-	}
-	native, err := req.Native(history, items)
-	if err != nil {
-		return err
-	}
-	if err := generate.Fit(m, &native); err != nil {
-		return openai.ResponseParam(err)
-	}
-	ans, err := s.prepareAnswer(w, r, m, native, req.Citations, req.Sources)
-	if err != nil {
-		return err
-	}
-	native = ans.Chat
-	native.Model, native.Stream = m.ID, req.Stream
-	store := req.Store == nil || *req.Store
-	if store && s.Responses == nil {
-		return apierr.Invalid("store", "this server keeps no responses; send \"store\": false")
-	}
 	ctx, cancel := withTimeout(r)
 	defer cancel()
-	gen, err := s.Gen.Answer(ctx, info(ctx), m, ans, native)
+	t, err := s.startTurn(ctx, w.Header(), m, &req)
 	if err != nil {
-		return openai.ResponseParam(err)
+		return err
 	}
-	defer gen.Close()
-	st := gen.Streams[0]
-	b := openai.NewResponseBuilder(&req, m.ID)
+	defer t.gen.Close()
+	if !req.Stream {
+		resp, err := t.whole(ctx)
+		if err != nil {
+			return err
+		}
+		return writeJSON(w, http.StatusOK, resp)
+	}
+	b, st, gen := t.b, t.gen.Streams[0], t.gen
 	first, err := st.Recv()
 	if err != nil {
 		return err
-	}
-	// add gives the builder one event, its text settled by the answer
-	// (which holds a citation marker back until it stands), with the
-	// citations as annotations before the end.
-	add := func(ev inference.Event) ([]openai.ResponseEvent, error) {
-		if !ev.Done {
-			return b.Add(ev), nil
-		}
-		// The final event can carry the last of the text (a JSON answer
-		// ends on its closing byte).
-		out := b.Add(inference.Event{Text: ev.Text, Logprobs: ev.Logprobs})
-		cits, _, err := ans.Finish(ctx, b.Response().ID, m.ID)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, b.Annotate(cits)...)
-		ev.Text, ev.Logprobs = "", nil
-		return append(out, b.Add(ev)...), nil
-	}
-	if !req.Stream {
-		for ev := first; ; {
-			if _, err := add(ev); err != nil {
-				return err
-			}
-			if ev.Done {
-				break
-			}
-			if ev, err = st.Recv(); err != nil {
-				return err
-			}
-		}
-		if err := gen.End(); err != nil {
-			return err
-		}
-		resp := b.Response()
-		if store {
-			if err := s.keepResponse(r, resp, items, history, b); err != nil {
-				return err
-			}
-		}
-		return writeJSON(w, http.StatusOK, resp)
 	}
 	out := startSSE(w)
 	send := func(evs []openai.ResponseEvent) error {
@@ -149,7 +85,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 				return out.fail(err)
 			}
 		}
-		evs, err := add(ev)
+		evs, err := t.add(ctx, ev)
 		if err != nil {
 			send([]openai.ResponseEvent{b.Fail(string(apierr.From(err).Code), err.Error())})
 			return err
@@ -171,17 +107,120 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	if store {
+	if t.store {
 		// The client has its answer; keeping it must not depend on the
 		// client staying.
-		return s.keepResponse(r.WithContext(context.WithoutCancel(r.Context())), b.Response(), items, history, b)
+		return s.keepResponse(context.WithoutCancel(ctx), b.Response(), t.items, t.history, b)
 	}
 	return nil
 }
 
+// turn is a Responses API request under way: its generation, the builder
+// of its response, and what storing it needs.
+type turn struct {
+	s              *Server
+	m              catalog.Resolved
+	ans            *answers.Answer
+	gen            *generate.Generation
+	b              *openai.ResponseBuilder
+	store          bool
+	items, history []openai.InputItem
+}
+
+// startTurn runs a decoded Responses API request on the model m up to its
+// generation: its input items after the previous response's conversation,
+// the native request fitted to the model, its sources (an answer with
+// sources, or none), and the generation under the output policies. h
+// takes the deprecation headers of a rerank model (nil: none wanted). The
+// caller closes t.gen.
+func (s *Server) startTurn(ctx context.Context, h http.Header, m catalog.Resolved, req *openai.ResponsesRequest) (*turn, error) {
+	t := &turn{s: s, m: m, store: req.Store == nil || *req.Store}
+	var err error
+	if t.items, err = req.Items(); err != nil {
+		return nil, err
+	}
+	if req.PreviousResponseID != "" {
+		prev, err := s.storedResponse(ctx, req.PreviousResponseID)
+		if err != nil {
+			return nil, apierr.WithParam(err, "previous_response_id")
+		}
+		if err := json.Unmarshal(prev.Conversation, &t.history); err != nil {
+			return nil, fmt.Errorf("stored response %s: %w", prev.ID, err)
+		}
+	}
+	native, err := req.Native(t.history, t.items)
+	if err != nil {
+		return nil, err
+	}
+	if err := generate.Fit(m, &native); err != nil {
+		return nil, openai.ResponseParam(err)
+	}
+	if t.ans, err = s.prepareAnswer(ctx, h, m, native, req.Citations, req.Sources); err != nil {
+		return nil, err
+	}
+	native = t.ans.Chat
+	native.Model, native.Stream = m.ID, req.Stream
+	if t.store && s.Responses == nil {
+		return nil, apierr.Invalid("store", "this server keeps no responses; send \"store\": false")
+	}
+	if t.gen, err = s.Gen.Answer(ctx, info(ctx), m, t.ans, native); err != nil {
+		return nil, openai.ResponseParam(err)
+	}
+	t.b = openai.NewResponseBuilder(req, m.ID)
+	return t, nil
+}
+
+// add gives the builder one event, its text settled by the answer (which
+// holds a citation marker back until it stands), with the citations as
+// annotations before the end.
+func (t *turn) add(ctx context.Context, ev inference.Event) ([]openai.ResponseEvent, error) {
+	if !ev.Done {
+		return t.b.Add(ev), nil
+	}
+	// The final event can carry the last of the text (a JSON answer ends
+	// on its closing byte).
+	out := t.b.Add(inference.Event{Text: ev.Text, Logprobs: ev.Logprobs})
+	cits, _, err := t.ans.Finish(ctx, t.b.Response().ID, t.m.ID)
+	if err != nil {
+		return out, err
+	}
+	out = append(out, t.b.Annotate(cits)...)
+	ev.Text, ev.Logprobs = "", nil
+	return append(out, t.b.Add(ev)...), nil
+}
+
+// whole reads the turn's generation to its end and returns the response,
+// stored when the request asks (for a request that does not stream, and a
+// batch line).
+func (t *turn) whole(ctx context.Context) (openai.Response, error) {
+	st := t.gen.Streams[0]
+	for {
+		ev, err := st.Recv()
+		if err != nil {
+			return openai.Response{}, err
+		}
+		if _, err := t.add(ctx, ev); err != nil {
+			return openai.Response{}, err
+		}
+		if ev.Done {
+			break
+		}
+	}
+	if err := t.gen.End(); err != nil {
+		return openai.Response{}, err
+	}
+	resp := t.b.Response()
+	if t.store {
+		if err := t.s.keepResponse(ctx, resp, t.items, t.history, t.b); err != nil {
+			return openai.Response{}, err
+		}
+	}
+	return resp, nil
+}
+
 // keepResponse stores a finished response with its input items and the
 // conversation it ends.
-func (s *Server) keepResponse(r *http.Request, resp openai.Response, items, history []openai.InputItem, b *openai.ResponseBuilder) error {
+func (s *Server) keepResponse(ctx context.Context, resp openai.Response, items, history []openai.InputItem, b *openai.ResponseBuilder) error {
 	data, err := json.Marshal(resp)
 	if err != nil {
 		return err
@@ -189,7 +228,8 @@ func (s *Server) keepResponse(r *http.Request, resp openai.Response, items, hist
 	in, _ := json.Marshal(items)
 	conv := append(append(append([]openai.InputItem{}, history...), items...), b.OutputItems()...)
 	cj, _ := json.Marshal(conv)
-	return s.kept().Put(r.Context(), caller(r), responses.Stored{ID: resp.ID, Model: resp.Model,
+	k, _ := KeyFrom(ctx)
+	return s.kept().Put(ctx, k, responses.Stored{ID: resp.ID, Model: resp.Model,
 		CreatedAt: time.Unix(resp.CreatedAt, 0), Response: data, InputItems: in, Conversation: cj})
 }
 
@@ -199,15 +239,16 @@ func (s *Server) kept() responses.Kept { return responses.Kept{Store: s.Response
 
 // storedResponse returns the caller's team's response id; another team's
 // is missing.
-func (s *Server) storedResponse(r *http.Request, id string) (responses.Stored, error) {
+func (s *Server) storedResponse(ctx context.Context, id string) (responses.Stored, error) {
 	if s.Responses == nil {
 		return responses.Stored{}, apierr.New(apierr.NotFound, fmt.Sprintf("no response %q: this server keeps no responses", id))
 	}
-	return s.kept().Get(r.Context(), caller(r), id)
+	k, _ := KeyFrom(ctx)
+	return s.kept().Get(ctx, k, id)
 }
 
 func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) error {
-	st, err := s.storedResponse(r, r.PathValue("id"))
+	st, err := s.storedResponse(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -218,7 +259,7 @@ func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) deleteResponse(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	if _, err := s.storedResponse(r, id); err != nil {
+	if _, err := s.storedResponse(r.Context(), id); err != nil {
 		return err
 	}
 	if err := s.kept().Delete(r.Context(), caller(r), id); err != nil {
@@ -230,7 +271,7 @@ func (s *Server) deleteResponse(w http.ResponseWriter, r *http.Request) error {
 // listInputItems lists a response's input items as OpenAI does: newest
 // first unless order=asc, limit (1–100, default 20), after an item id.
 func (s *Server) listInputItems(w http.ResponseWriter, r *http.Request) error {
-	st, err := s.storedResponse(r, r.PathValue("id"))
+	st, err := s.storedResponse(r.Context(), r.PathValue("id"))
 	if err != nil {
 		return err
 	}

@@ -351,7 +351,7 @@ type searchRequest struct {
 
 // searchOptions validates the retrieval parameters shared by search and
 // completions with sources.
-func (s *Server) searchOptions(w http.ResponseWriter, r *http.Request, topK *int, mode string, rerank json.RawMessage) (sources.SearchOptions, error) {
+func (s *Server) searchOptions(ctx context.Context, h http.Header, topK *int, mode string, rerank json.RawMessage) (sources.SearchOptions, error) {
 	o := sources.SearchOptions{TopK: 10, Mode: mode}
 	if topK != nil {
 		if *topK < 1 || *topK > maxTopK {
@@ -378,7 +378,7 @@ func (s *Server) searchOptions(w http.ResponseWriter, r *http.Request, topK *int
 		}
 	}
 	if model != "" {
-		m, err := s.model(w, r, model, "rerank")
+		m, err := s.modelFor(ctx, h, model, "rerank")
 		if err != nil {
 			if apierr.From(err).Param == "model" {
 				return o, apierr.WithParam(err, "rerank")
@@ -404,7 +404,7 @@ func (s *Server) searchCollection(w http.ResponseWriter, r *http.Request) error 
 	if strings.TrimSpace(req.Query) == "" {
 		return apierr.Invalid("query", "'query' must be a non-empty string")
 	}
-	o, err := s.searchOptions(w, r, req.TopK, req.Mode, req.Rerank)
+	o, err := s.searchOptions(r.Context(), w.Header(), req.TopK, req.Mode, req.Rerank)
 	if err != nil {
 		return err
 	}
