@@ -109,6 +109,8 @@ type App struct {
 	served       http.Handler
 	shuttingDown chan struct{}
 	closers      []func()
+	// launched says the durable engine runs (Close then stops it).
+	launched bool
 }
 
 // New builds the application described by cfg.
@@ -225,18 +227,45 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 		return nil, fmt.Errorf("records: %w", err)
 	}
 	a.closers = append(a.closers, capture.Close)
+	// The durable engine is opened (not launched) before the services
+	// that run work on it, so that each is built with it.
+	e, err := a.openDurable(ctx, cfg, opts, log)
+	if err != nil {
+		return nil, err
+	}
 	srcs := sources.New(a.DB, a.Catalog, DefaultEmbeddingModel, log)
 	srcs.Events = a.Bus // document.ready and document.failed
+	srcs.StartIngest = func(ctx context.Context, id string) error {
+		return e.Start(ctx, "ingest", "sources.ingest", "ingest:"+id, id)
+	}
 	// One generation service governs every model call: the API's, and
 	// the workflow steps' that call it with typed requests.
 	a.Gen = &generate.Service{Models: a.Catalog, Policies: a.Policies, Limits: a.Limits, Capture: capture, Metrics: a.Metrics, Records: a.Records, Keys: a.Keys}
 	ans := &answers.Service{Store: srcs, Embed: a.Catalog, EmbeddingModel: DefaultEmbeddingModel, AbstainText: cfg.AbstainText}
+	fetch, err := newFetcher(cfg)
+	if err != nil {
+		return nil, err
+	}
+	steps := stepCalls{gen: a.Gen, sources: srcs, answers: ans}
+	a.Workflows = &workflow.Service{Store: a.DB, Engine: e, Searcher: steps, Chatter: steps, Reranker: steps, Answerer: steps,
+		Fetcher: fetch, Events: a.Bus, Log: log}
+	startWebhooks, err := a.newWebhooks(cfg, e, log)
+	if err != nil {
+		return nil, err
+	}
+	idem := &idempotency.Service{Store: a.DB, Log: log}
+	a.background(ctx, idem.Run)
+	// Batch lines run on the API's operations, which need no HTTP
+	// server: the batch service is built before the server that serves it.
+	ops := &httpapi.Ops{Gen: a.Gen, Sources: srcs, Answers: ans, Responses: a.DB, DefaultRerankModel: a.RerankModel, Log: log}
+	a.newBatches(cfg, opts, ops.RunLine, log)
 	a.API = &httpapi.Server{
-		Gen: a.Gen, Models: a.Catalog, Auth: a.Keys, Keys: a.Keys, Metrics: a.Metrics, Log: log, MaxBody: cfg.MaxBodyBytes,
-		Sources: srcs, Answers: ans, Extract: Extractor(exeOf(ec), extract.Budget{Time: cfg.ExtractTimeout, Memory: cfg.ExtractMemory}),
-		DefaultEmbeddingModel: DefaultEmbeddingModel, DefaultRerankModel: a.RerankModel,
-		Responses: a.DB, Records: a.Records, RecordStore: a.DB, Limits: a.Limits, Policies: a.Policies, Capture: capture,
+		Ops: ops, Models: a.Catalog, Auth: a.Keys, Keys: a.Keys, Metrics: a.Metrics, MaxBody: cfg.MaxBodyBytes,
+		Extract:               Extractor(exeOf(ec), extract.Budget{Time: cfg.ExtractTimeout, Memory: cfg.ExtractMemory}),
+		DefaultEmbeddingModel: DefaultEmbeddingModel,
+		Records:               a.Records, RecordStore: a.DB, Limits: a.Limits, Policies: a.Policies, Capture: capture,
 		Events: a.Bus, Stop: a.shuttingDown,
+		Workflows: a.Workflows, Webhooks: a.Webhooks, Batches: a.Batches, Idempotency: idem,
 		Ready: func(ctx context.Context) error {
 			select {
 			case <-a.shuttingDown:
@@ -246,24 +275,11 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 			return a.DB.Ping(ctx)
 		},
 	}
-	steps := stepCalls{gen: a.Gen, sources: srcs, answers: ans}
-	a.Workflows = &workflow.Service{Store: a.DB, Searcher: steps, Chatter: steps, Reranker: steps, Answerer: steps, Events: a.Bus, Log: log}
-	if a.Workflows.Fetcher, err = newFetcher(cfg); err != nil {
-		return nil, err
-	}
-	a.API.Workflows = a.Workflows
-	idem := &idempotency.Service{Store: a.DB, Log: log}
-	a.API.Idempotency = idem
-	a.background(ctx, idem.Run)
-	a.newBatches(cfg, opts, log)
-	// The handler is built once: in-process calls (workflow steps, batch
-	// lines) go through it, and they may start as soon as the durable
-	// engine launches.
 	a.handler = a.API.Handler()
 	if err := a.newConsole(ctx, cfg.ConsoleSessionIdle, log); err != nil {
 		return nil, err
 	}
-	if err := a.startDurable(ctx, cfg, opts, srcs, log); err != nil {
+	if err := a.startDurable(ctx, e, srcs, startWebhooks, log); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -281,46 +297,45 @@ func (a *App) background(ctx context.Context, loop func(context.Context)) {
 	a.closers = append(a.closers, func() { stop(); <-done })
 }
 
-// startDurable opens the durable engine on the application's database,
-// registers the background work that runs on it, and launches it: work a
-// crash interrupted resumes now.
-func (a *App) startDurable(ctx context.Context, cfg config.Config, opts Options, srcs *sources.Service, log *slog.Logger) error {
+// openDurable opens the durable engine on the application's database;
+// startDurable launches it once the work that runs on it is registered.
+func (a *App) openDurable(ctx context.Context, cfg config.Config, opts Options, log *slog.Logger) (*durable.Engine, error) {
 	url := cfg.DatabaseURL
 	switch {
 	case opts.DurableURL != "":
 		url = opts.DurableURL
 	case url == "":
-		return errors.New("durable engine: no database (Options.DurableURL is needed with Options.DB)")
+		return nil, errors.New("durable engine: no database (Options.DurableURL is needed with Options.DB)")
 	}
 	if kind, err := store.Kind(url); err == nil && kind == "sqlite" {
 		url = store.SQLitePath(url)
 	}
 	e, err := durable.New(ctx, durable.Config{DatabaseURL: url, ExecutorID: cfg.InstanceID, Log: log})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	a.Durable = e
-	launched := false
 	a.closers = append(a.closers, func() {
-		if launched {
+		if a.launched {
 			// Running steps get a moment to end; the rest resume at the
 			// next start.
 			e.Close(5 * time.Second)
 		}
 	})
+	return e, nil
+}
+
+// startDurable registers the background work that runs on the durable
+// engine e and launches it: work a crash interrupted resumes now.
+func (a *App) startDurable(ctx context.Context, e *durable.Engine, srcs *sources.Service, startWebhooks func(), log *slog.Logger) error {
 	durable.Register(e, "sources.ingest", func(ctx durable.Context, documentID string) error {
 		_, err := durable.Step(ctx, "process", func(c context.Context) (struct{}, error) {
 			return struct{}{}, srcs.ProcessDocument(c, documentID)
 		}, durable.StepOptions{Retries: 5, Backoff: time.Second, MaxBackoff: 30 * time.Second})
 		return err
 	})
-	a.Workflows.Engine = e
 	a.Workflows.Register(e)
 	if err := a.Batches.Register(e); err != nil {
-		return err
-	}
-	startWebhooks, err := a.newWebhooks(cfg, e, log)
-	if err != nil {
 		return err
 	}
 	workers := srcs.IngestWorkers
@@ -333,11 +348,8 @@ func (a *App) startDurable(ctx context.Context, cfg config.Config, opts Options,
 	if err := e.Launch(ctx); err != nil {
 		return err
 	}
-	launched = true
+	a.launched = true
 	startWebhooks()
-	srcs.StartIngest = func(ctx context.Context, id string) error {
-		return e.Start(ctx, "ingest", "sources.ingest", "ingest:"+id, id)
-	}
 	if err := a.Workflows.ResumeRuns(ctx); err != nil {
 		return err
 	}

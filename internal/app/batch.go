@@ -8,18 +8,16 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/config"
 )
 
-// newBatches builds the Batch API's service on the app's store and gives
-// it to the API. Its lines run through the generation service as the
-// batch's key (httpapi.Server.RunLine: decoded once, no HTTP round trip),
+// newBatches builds the Batch API's service on the app's store. Its lines
+// run through the generation service as the batch's key (run:
+// httpapi.Ops.RunLine, decoded once, no HTTP round trip),
 // at most as many at a time on this server as a local model has slots.
-func (a *App) newBatches(cfg config.Config, opts Options, log *slog.Logger) {
+func (a *App) newBatches(cfg config.Config, opts Options, run batch.Run, log *slog.Logger) {
 	slots := cfg.Slots
 	if opts.Engine != nil {
 		slots = opts.Engine.Slots
 	}
-	a.Batches = batch.New(batch.Config{Store: a.DB, Events: a.Bus, MaxLine: int(cfg.MaxBodyBytes), Concurrency: slots, Log: log})
-	a.Batches.SetRun(a.API.RunLine)
-	a.API.Batches = a.Batches
+	a.Batches = batch.New(batch.Config{Store: a.DB, Events: a.Bus, MaxLine: int(cfg.MaxBodyBytes), Concurrency: slots, Run: run, Log: log})
 }
 
 // resumeBatches starts the batches a crash left open (and those whose

@@ -11,8 +11,8 @@ import (
 )
 
 // newWebhooks builds the webhook service on the durable engine e: it
-// registers the delivery workflow (e has not launched yet) and serves the
-// /v1/webhooks routes. The returned function starts this server's
+// registers the delivery workflow (e has not launched yet); the API
+// serves it on the /v1/webhooks routes. The returned function starts this server's
 // dispatcher once the engine runs; Close stops it.
 func (a *App) newWebhooks(cfg config.Config, e *durable.Engine, log *slog.Logger) (start func(), err error) {
 	// Deliveries go through the SSRF-checked client (private, loopback
@@ -28,7 +28,6 @@ func (a *App) newWebhooks(cfg config.Config, e *durable.Engine, log *slog.Logger
 		RetryWindow: cfg.WebhookRetryWindow, Log: log}
 	svc.Register(e)
 	a.Webhooks = svc
-	a.API.Webhooks = svc
 	return func() {
 		// Closers run in reverse: the dispatcher stops before the engine
 		// and the database close.

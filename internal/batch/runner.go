@@ -55,8 +55,8 @@ func (s *Service) Register(e *durable.Engine) error {
 	return e.Queue(Queue, QueueConcurrency)
 }
 
-// SetRun gives the service the generation service to run lines through.
-// Batches that resume before it is set wait for it.
+// SetRun gives a service built without Config.Run the function to run
+// lines with. Batches that resume before it is set wait for it.
 func (s *Service) SetRun(fn Run) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

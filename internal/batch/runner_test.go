@@ -21,7 +21,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/sqlite"
 )
 
-// fakeAPI stands in for the generation service (httpapi.Server.RunLine): it answers requests
+// fakeAPI stands in for the generation service (httpapi.Ops.RunLine): it answers requests
 // with the request's custom content echoed, counts the calls per content
 // and the answered ones, and can hold calls until released.
 type fakeAPI struct {

@@ -31,7 +31,9 @@ type Config struct {
 	// Concurrency bounds the lines this server runs at a time, across its
 	// batches (default 4: a local model's slots).
 	Concurrency int
-	Log         *slog.Logger
+	// Run runs the lines (nil: SetRun gives it later; batches wait).
+	Run Run
+	Log *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -73,6 +75,9 @@ func New(cfg Config) *Service {
 	s := &Service{store: cfg.Store, events: cfg.Events, log: cfg.Log, now: cfg.Now, scan: ScanOptions{MaxLine: cfg.MaxLine, MaxBytes: cfg.MaxFileBytes},
 		lines: make(chan struct{}, cfg.Concurrency), ready: make(chan struct{}), stepLines: 1024, poll: time.Second}
 	s.scan.defaults()
+	if cfg.Run != nil {
+		s.SetRun(cfg.Run)
+	}
 	return s
 }
 

@@ -66,6 +66,13 @@ func (s *Service) start(ctx context.Context, c *Call, m catalog.Resolved, req in
 	return &observedStream{Stream: st, s: s, c: c, ctx: ctx, model: req.Model, start: begin, record: record}, nil
 }
 
+// AddTokens counts a call's tokens in the metrics (when there are any).
+func (s *Service) AddTokens(model string, prompt, completion int) {
+	if s.Metrics != nil {
+		s.Metrics.AddTokens(model, prompt, completion)
+	}
+}
+
 // Observe adds an observation to the model's figures and metrics, unless
 // the caller went away (which says nothing about the model).
 func (s *Service) Observe(ctx context.Context, model string, o catalog.Observation) {

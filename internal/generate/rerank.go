@@ -69,9 +69,7 @@ func (s *Service) Rerank(ctx context.Context, c *Call, m catalog.Resolved, query
 	if err != nil {
 		return Ranked{}, st, err
 	}
-	if s.Metrics != nil {
-		s.Metrics.AddTokens(m.ID, res.PromptTokens, 0)
-	}
+	s.AddTokens(m.ID, res.PromptTokens, 0)
 	sort.SliceStable(res.Results, func(i, j int) bool { return res.Results[i].RelevanceScore > res.Results[j].RelevanceScore })
 	if topN > 0 && len(res.Results) > topN {
 		res.Results = res.Results[:topN]

@@ -157,7 +157,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, m catalog.Resolve
 // relayWhole relays a request whose answer is not streamed and returns
 // the answer, counted and governed (a deny is the error; the answer is
 // then not given).
-func (s *Server) relayWhole(ctx context.Context, call *generate.Call, m catalog.Resolved, path string, body []byte, p openai.Peek) ([]byte, error) {
+func (s *Ops) relayWhole(ctx context.Context, call *generate.Call, m catalog.Resolved, path string, body []byte, p openai.Peek) ([]byte, error) {
 	start := time.Now()
 	rl, err := m.Relay.Relay(ctx, inference.RelayRequest{Path: path, Body: body, Prompt: p.Prompt, MaxInputTokens: m.Limits.MaxInputTokens})
 	if err != nil {
@@ -189,12 +189,10 @@ func (s *Server) relayWhole(ctx context.Context, call *generate.Call, m catalog.
 
 // relayUsed counts a relayed answer's usage, on the call and in the
 // metrics, and adds it to the model's live figures.
-func (s *Server) relayUsed(ctx context.Context, call *generate.Call, m catalog.Resolved, rl inference.Relay, start, first, last time.Time) {
+func (s *Ops) relayUsed(ctx context.Context, call *generate.Call, m catalog.Resolved, rl inference.Relay, start, first, last time.Time) {
 	u := rl.Usage()
 	call.NoteUsage(u.PromptTokens, u.CompletionTokens, first)
-	if s.Metrics != nil {
-		s.Metrics.AddTokens(m.ID, u.PromptTokens, u.CompletionTokens)
-	}
+	s.Gen.AddTokens(m.ID, u.PromptTokens, u.CompletionTokens)
 	obs := catalog.Observation{Latency: time.Since(start)}
 	if !first.IsZero() {
 		obs.TTFT, obs.CompletionTokens, obs.Decode = first.Sub(start), u.CompletionTokens, last.Sub(first)

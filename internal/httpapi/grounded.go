@@ -128,7 +128,7 @@ func groundedNative(m catalog.Resolved, req *openai.CompletionRequest) (inferenc
 // groundedWhole reads a grounded answer's generation whole and renders it
 // as a text or chat completion, with its citations (stored as source
 // links) when cite: for a request that does not stream, and a batch line.
-func (s *Server) groundedWhole(ctx context.Context, gen *generate.Generation, m catalog.Resolved, ans *answers.Answer, textForm, cite bool) (any, error) {
+func (s *Ops) groundedWhole(ctx context.Context, gen *generate.Generation, m catalog.Resolved, ans *answers.Answer, textForm, cite bool) (any, error) {
 	stream := gen.Streams[0]
 	var resp any
 	var id string
@@ -200,7 +200,7 @@ func anys[T any](xs []T) []any {
 // prepareAnswer resolves an answer's sources from the request's sources
 // field (search options decoded here: the rerank model is resolved like
 // any model) and hands the rest to the answers service.
-func (s *Server) prepareAnswer(ctx context.Context, h http.Header, m catalog.Resolved, chat inference.CompletionRequest, c *openai.CitationsParam, p *openai.SourcesParam) (*answers.Answer, error) {
+func (s *Ops) prepareAnswer(ctx context.Context, h http.Header, m catalog.Resolved, chat inference.CompletionRequest, c *openai.CitationsParam, p *openai.SourcesParam) (*answers.Answer, error) {
 	cite := c.Cite()
 	req := answers.Request{Chat: chat, Cite: cite, NoAbstain: c.NoAbstain(), Family: m.Family, Grounded: p != nil, Param: "sources"}
 	if k, ok := KeyFrom(ctx); ok {
@@ -239,7 +239,7 @@ func (s *Server) prepareAnswer(ctx context.Context, h http.Header, m catalog.Res
 
 // answers is the answers service: the configured one, or one over the
 // sources service.
-func (s *Server) answers() *answers.Service {
+func (s *Ops) answers() *answers.Service {
 	if s.Answers != nil {
 		return s.Answers
 	}

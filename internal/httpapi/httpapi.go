@@ -17,19 +17,23 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sovereign-ai/sovereign/internal/answers"
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/generate"
 	"github.com/sovereign-ai/sovereign/internal/metrics"
 	"github.com/sovereign-ai/sovereign/internal/records"
-	"github.com/sovereign-ai/sovereign/internal/responses"
 	"github.com/sovereign-ai/sovereign/internal/webhook"
 	"github.com/sovereign-ai/sovereign/internal/workflow"
 )
 
 // Server holds the API's dependencies.
 type Server struct {
+	// Ops are the API's operations that batch lines share with the
+	// handlers (the generation service, sources, answers, stored
+	// responses).
+	// Its Gen is the generation service every model call goes through
+	// (nil: Handler builds one over the fields below).
+	*Ops
 	// Models resolves model names and administers the catalog.
 	Models ModelCatalog
 	// Auth checks API keys; every /v1 route requires a key with the
@@ -37,23 +41,11 @@ type Server struct {
 	Auth Authenticator
 	// Keys administers keys and teams (the /v1/keys and /v1/teams routes).
 	Keys KeyAdmin
-	// Sources serves collections, documents and search (nil: those routes
-	// answer 404).
-	Sources Sources
-	// Responses keeps the Responses API's stored responses (nil: only
-	// "store": false is served).
-	Responses responses.Store
-	// Answers answers with sources (completions with citations or
-	// sources, and the Responses API's citations).
-	Answers *answers.Service
 	// Extract reads uploaded files (nil: uploads are refused).
 	Extract Extractor
 	// DefaultEmbeddingModel is a new collection's embedding model when the
 	// request names none.
 	DefaultEmbeddingModel string
-	// DefaultRerankModel serves "rerank": true in searches and completions
-	// with sources ("": such requests must name a model).
-	DefaultRerankModel string
 	// Records, when set, takes one record per API call (the request log).
 	Records RecordLogger
 	// RecordStore reads the request log (GET /v1/logs; nil: those routes
@@ -78,7 +70,6 @@ type Server struct {
 	Metrics *metrics.Metrics
 	// Ready reports whether the server can serve (GET /readyz); nil: ready.
 	Ready func(ctx context.Context) error
-	Log   *slog.Logger
 	// MaxBody bounds request bodies (default 8 MiB).
 	MaxBody int64
 
@@ -94,9 +85,6 @@ type Server struct {
 	// Idempotency, when set, makes the create routes honour an
 	// Idempotency-Key header (docs/idempotency.md).
 	Idempotency IdempotencyService
-	// Gen is the generation service every model call goes through (nil:
-	// Handler builds one over the fields above).
-	Gen *generate.Service
 	// handler is the whole API as Handler built it, for Invoke.
 	handler http.Handler
 }
@@ -126,6 +114,9 @@ type RecordLogger interface {
 
 // Handler returns the API's routes.
 func (s *Server) Handler() http.Handler {
+	if s.Ops == nil {
+		s.Ops = &Ops{}
+	}
 	if s.Log == nil {
 		s.Log = slog.Default()
 	}

@@ -308,7 +308,7 @@ func TestStreamFailureIsLoggedAsFailed(t *testing.T) {
 		Auth: fakeAuth{authenticate: func(context.Context, string) (auth.Key, error) {
 			return auth.Key{ID: "key_inf", Scopes: []auth.Scope{auth.ScopeInference}}, nil
 		}},
-		Log: slog.New(slog.NewJSONHandler(&logs, nil)),
+		Ops: &Ops{Log: slog.New(slog.NewJSONHandler(&logs, nil))},
 	}
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()

@@ -137,7 +137,7 @@ func relay(ctx context.Context, out *sse, first indexedEvent, events <-chan inde
 // of each prompt: prompt k's choices are k*n … k*n+n-1, as OpenAI numbers
 // them) for the request's call: the generation service starts them and
 // applies the call's output policies to their native events.
-func (s *Server) generate(ctx context.Context, m catalog.Resolved, reqs []inference.CompletionRequest, n int) (*generate.Generation, error) {
+func (s *Ops) generate(ctx context.Context, m catalog.Resolved, reqs []inference.CompletionRequest, n int) (*generate.Generation, error) {
 	call := info(ctx)
 	var started []inference.Stream
 	for _, req := range reqs {
@@ -302,9 +302,7 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	info(r.Context()).NoteUsage(res.PromptTokens, 0, time.Time{})
-	if s.Metrics != nil {
-		s.Metrics.AddTokens(req.Model, res.PromptTokens, 0)
-	}
+	s.Gen.AddTokens(req.Model, res.PromptTokens, 0)
 	out, err := req.Response(res)
 	if err != nil {
 		return err

@@ -30,7 +30,7 @@ import (
 // same way, on the request types of their routes. err is for a line that
 // could not be run at all: the key cannot be read, or is revoked or
 // expired.
-func (s *Server) RunLine(ctx context.Context, keyID, endpoint, user string, body []byte) (batch.Answer, error) {
+func (s *Ops) RunLine(ctx context.Context, keyID, endpoint, user string, body []byte) (batch.Answer, error) {
 	call, err := s.Gen.As(ctx, keyID, "POST "+endpoint, auth.ScopeInference)
 	if err != nil && apierr.From(err).Code != apierr.PermissionDenied {
 		return batch.Answer{}, err
@@ -65,7 +65,7 @@ func (s *Server) RunLine(ctx context.Context, keyID, endpoint, user string, body
 var errNotRelayed = errors.New("httpapi: not relayed")
 
 // line runs a line's request.
-func (s *Server) line(ctx context.Context, call *generate.Call, endpoint string, body []byte) (batch.Answer, error) {
+func (s *Ops) line(ctx context.Context, call *generate.Call, endpoint string, body []byte) (batch.Answer, error) {
 	name, err := modelOf(body)
 	if err != nil {
 		return batch.Answer{}, err
@@ -132,7 +132,7 @@ func notStreamed(stream bool) error {
 // text, decodes the line again from its redacted body into v (as over
 // HTTP, every string of the request but its structural members is
 // redacted; only a line whose text a policy redacts is decoded twice).
-func (s *Server) admitLine(ctx context.Context, call *generate.Call, m catalog.Resolved, g generate.Gate, body []byte, v any) (redacted bool, err error) {
+func (s *Ops) admitLine(ctx context.Context, call *generate.Call, m catalog.Resolved, g generate.Gate, body []byte, v any) (redacted bool, err error) {
 	redact, _, err := s.Gen.Admit(ctx, call, m, g)
 	if err != nil || redact == nil {
 		return false, err
@@ -154,7 +154,7 @@ func answered(call *generate.Call, v any) (batch.Answer, error) {
 	return batch.Answer{Body: b, InputTokens: in, OutputTokens: out}, nil
 }
 
-func (s *Server) chatLine(ctx context.Context, call *generate.Call, m catalog.Resolved, body []byte) (batch.Answer, error) {
+func (s *Ops) chatLine(ctx context.Context, call *generate.Call, m catalog.Resolved, body []byte) (batch.Answer, error) {
 	var req openai.ChatRequest
 	if err := openai.DecodeRequest(bytes.NewReader(body), &req); err != nil {
 		return batch.Answer{}, err
@@ -208,7 +208,7 @@ func chatNative(m catalog.Resolved, req *openai.ChatRequest) (inference.Completi
 	return native, nil
 }
 
-func (s *Server) completionLine(ctx context.Context, call *generate.Call, m catalog.Resolved, body []byte) (batch.Answer, error) {
+func (s *Ops) completionLine(ctx context.Context, call *generate.Call, m catalog.Resolved, body []byte) (batch.Answer, error) {
 	var req openai.CompletionRequest
 	if err := openai.DecodeRequest(bytes.NewReader(body), &req); err != nil {
 		return batch.Answer{}, err
@@ -277,7 +277,7 @@ func completionNatives(m catalog.Resolved, req *openai.CompletionRequest) ([]inf
 	return natives, nil
 }
 
-func (s *Server) embeddingLine(ctx context.Context, call *generate.Call, m catalog.Resolved, body []byte) (batch.Answer, error) {
+func (s *Ops) embeddingLine(ctx context.Context, call *generate.Call, m catalog.Resolved, body []byte) (batch.Answer, error) {
 	var req openai.EmbeddingRequest
 	if err := openai.DecodeRequest(bytes.NewReader(body), &req); err != nil {
 		return batch.Answer{}, err
@@ -305,9 +305,7 @@ func (s *Server) embeddingLine(ctx context.Context, call *generate.Call, m catal
 		return batch.Answer{}, err
 	}
 	call.NoteUsage(res.PromptTokens, 0, time.Time{})
-	if s.Metrics != nil {
-		s.Metrics.AddTokens(m.ID, res.PromptTokens, 0)
-	}
+	s.Gen.AddTokens(m.ID, res.PromptTokens, 0)
 	out, err := req.Response(res)
 	if err != nil {
 		return batch.Answer{}, err
@@ -318,7 +316,7 @@ func (s *Server) embeddingLine(ctx context.Context, call *generate.Call, m catal
 // relayLine relays a line to its upstream model as written (scanned once
 // for what the gateway acts on, as over HTTP) and returns the upstream's
 // answer, governed.
-func (s *Server) relayLine(ctx context.Context, call *generate.Call, m catalog.Resolved, path string, body []byte) (batch.Answer, error) {
+func (s *Ops) relayLine(ctx context.Context, call *generate.Call, m catalog.Resolved, path string, body []byte) (batch.Answer, error) {
 	p, err := openai.PeekRequest(body)
 	if err != nil {
 		return batch.Answer{}, err
@@ -361,7 +359,7 @@ func (s *Server) relayLine(ctx context.Context, call *generate.Call, m catalog.R
 // responseLine runs a Responses API line: the same response as POST
 // /v1/responses gives when it does not stream, stored when the line asks
 // (the default), like one over HTTP.
-func (s *Server) responseLine(ctx context.Context, call *generate.Call, m catalog.Resolved, body []byte) (batch.Answer, error) {
+func (s *Ops) responseLine(ctx context.Context, call *generate.Call, m catalog.Resolved, body []byte) (batch.Answer, error) {
 	var req openai.ResponsesRequest
 	if err := openai.DecodeRequest(bytes.NewReader(body), &req); err != nil {
 		return batch.Answer{}, err
@@ -402,7 +400,7 @@ func (s *Server) responseLine(ctx context.Context, call *generate.Call, m catalo
 // groundedLine runs a completion line with sources: the same answer as
 // POST /v1/completions with "citations" or "sources" gives when it does
 // not stream, its citations stored as source links.
-func (s *Server) groundedLine(ctx context.Context, call *generate.Call, m catalog.Resolved, body []byte, req *openai.CompletionRequest) (batch.Answer, error) {
+func (s *Ops) groundedLine(ctx context.Context, call *generate.Call, m catalog.Resolved, body []byte, req *openai.CompletionRequest) (batch.Answer, error) {
 	if err := notStreamed(req.Stream); err != nil {
 		return batch.Answer{}, err
 	}

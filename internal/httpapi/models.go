@@ -37,7 +37,7 @@ func (s *Server) model(w http.ResponseWriter, r *http.Request, name, capability 
 
 // modelFor is model for a caller without a request (a batch line): h
 // takes the deprecation headers (nil: none wanted).
-func (s *Server) modelFor(ctx context.Context, h http.Header, name, capability string) (catalog.Resolved, error) {
+func (s *Ops) modelFor(ctx context.Context, h http.Header, name, capability string) (catalog.Resolved, error) {
 	if name == "" {
 		return catalog.Resolved{}, apierr.Invalid("model", "'model' is required")
 	}

@@ -118,7 +118,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 // turn is a Responses API request under way: its generation, the builder
 // of its response, and what storing it needs.
 type turn struct {
-	s              *Server
+	s              *Ops
 	m              catalog.Resolved
 	ans            *answers.Answer
 	gen            *generate.Generation
@@ -133,7 +133,7 @@ type turn struct {
 // sources, or none), and the generation under the output policies. h
 // takes the deprecation headers of a rerank model (nil: none wanted). The
 // caller closes t.gen.
-func (s *Server) startTurn(ctx context.Context, h http.Header, m catalog.Resolved, req *openai.ResponsesRequest) (*turn, error) {
+func (s *Ops) startTurn(ctx context.Context, h http.Header, m catalog.Resolved, req *openai.ResponsesRequest) (*turn, error) {
 	t := &turn{s: s, m: m, store: req.Store == nil || *req.Store}
 	var err error
 	if t.items, err = req.Items(); err != nil {
@@ -220,7 +220,7 @@ func (t *turn) whole(ctx context.Context) (openai.Response, error) {
 
 // keepResponse stores a finished response with its input items and the
 // conversation it ends.
-func (s *Server) keepResponse(ctx context.Context, resp openai.Response, items, history []openai.InputItem, b *openai.ResponseBuilder) error {
+func (s *Ops) keepResponse(ctx context.Context, resp openai.Response, items, history []openai.InputItem, b *openai.ResponseBuilder) error {
 	data, err := json.Marshal(resp)
 	if err != nil {
 		return err
@@ -235,11 +235,11 @@ func (s *Server) keepResponse(ctx context.Context, resp openai.Response, items, 
 
 // kept is the stored responses as API callers reach them, kept to the
 // caller's team by the service, not here.
-func (s *Server) kept() responses.Kept { return responses.Kept{Store: s.Responses} }
+func (s *Ops) kept() responses.Kept { return responses.Kept{Store: s.Responses} }
 
 // storedResponse returns the caller's team's response id; another team's
 // is missing.
-func (s *Server) storedResponse(ctx context.Context, id string) (responses.Stored, error) {
+func (s *Ops) storedResponse(ctx context.Context, id string) (responses.Stored, error) {
 	if s.Responses == nil {
 		return responses.Stored{}, apierr.New(apierr.NotFound, fmt.Sprintf("no response %q: this server keeps no responses", id))
 	}

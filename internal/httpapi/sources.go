@@ -115,7 +115,7 @@ type createCollectionRequest struct {
 }
 
 // sourcesOn reports a 404 when the server has no sources service.
-func (s *Server) sourcesOn() error {
+func (s *Ops) sourcesOn() error {
 	if s.Sources == nil {
 		return apierr.New(apierr.NotFound, "collections are not available on this server")
 	}
@@ -351,7 +351,7 @@ type searchRequest struct {
 
 // searchOptions validates the retrieval parameters shared by search and
 // completions with sources.
-func (s *Server) searchOptions(ctx context.Context, h http.Header, topK *int, mode string, rerank json.RawMessage) (sources.SearchOptions, error) {
+func (s *Ops) searchOptions(ctx context.Context, h http.Header, topK *int, mode string, rerank json.RawMessage) (sources.SearchOptions, error) {
 	o := sources.SearchOptions{TopK: 10, Mode: mode}
 	if topK != nil {
 		if *topK < 1 || *topK > maxTopK {

@@ -86,7 +86,7 @@ func TestCollectionsAreTeamScoped(t *testing.T) {
 	fakeModels = append(fakeModels, catalog.Model{ID: "all-minilm-l6-v2", Capabilities: []string{"embeddings"}})
 	defer func() { fakeModels = fakeModels[:len(fakeModels)-1] }()
 	teams := map[string]string{"sk-sov-a": "team_a", "sk-sov-b": "team_b"}
-	s := &Server{Models: fakeCatalog{}, Sources: &memSources{cols: map[string]sources.Collection{}, docs: map[string]sources.Document{}},
+	s := &Server{Models: fakeCatalog{}, Ops: &Ops{Sources: &memSources{cols: map[string]sources.Collection{}, docs: map[string]sources.Document{}}},
 		DefaultEmbeddingModel: "all-minilm-l6-v2",
 		Auth: fakeAuth{authenticate: func(_ context.Context, secret string) (auth.Key, error) {
 			if t, ok := teams[secret]; ok {
@@ -156,7 +156,7 @@ func TestCollectionsAreTeamScoped(t *testing.T) {
 func TestUploadKeepsExtractorStatus(t *testing.T) {
 	fakeModels = append(fakeModels, catalog.Model{ID: "all-minilm-l6-v2", Capabilities: []string{"embeddings"}})
 	defer func() { fakeModels = fakeModels[:len(fakeModels)-1] }()
-	s := &Server{Models: fakeCatalog{}, Sources: &memSources{cols: map[string]sources.Collection{}, docs: map[string]sources.Document{}},
+	s := &Server{Models: fakeCatalog{}, Ops: &Ops{Sources: &memSources{cols: map[string]sources.Collection{}, docs: map[string]sources.Document{}}},
 		DefaultEmbeddingModel: "all-minilm-l6-v2",
 		Extract: func(_ context.Context, name, _ string, _ []byte) (string, string, string, error) {
 			if name == "huge.pdf" {
