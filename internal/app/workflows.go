@@ -31,13 +31,22 @@ type stepCalls struct {
 // Search runs a retrieve step's search of one collection, recorded as
 // POST /v1/collections/{id}/search.
 func (c stepCalls) Search(ctx context.Context, keyID, user, collectionID, query string, topK int, mode string) ([]sources.Result, error) {
-	call, err := c.gen.As(ctx, keyID, "POST /v1/collections/{id}/search", auth.ScopeInference)
-	var out []sources.Result
+	return runAs(ctx, c.gen, keyID, user, "POST /v1/collections/{id}/search", func(call *generate.Call) ([]sources.Result, error) {
+		return c.search(ctx, call, collectionID, query, topK, mode)
+	})
+}
+
+// runAs runs do as the run's key (keyID) and end user on route: the key
+// must still be active and hold inference (generate.Service.As), and the
+// call is settled and recorded whatever do returns.
+func runAs[T any](ctx context.Context, gen *generate.Service, keyID, user, route string, do func(*generate.Call) (T, error)) (T, error) {
+	call, err := gen.As(ctx, keyID, route, auth.ScopeInference)
+	var out T
 	if err == nil {
 		call.SetUser(user)
-		out, err = c.search(ctx, call, collectionID, query, topK, mode)
+		out, err = do(call)
 	}
-	c.gen.Finish(ctx, call, err)
+	gen.Finish(ctx, call, err)
 	return out, err
 }
 
@@ -60,13 +69,9 @@ func (c stepCalls) search(ctx context.Context, call *generate.Call, collectionID
 
 // Chat runs a chat step, recorded as POST /v1/chat/completions.
 func (c stepCalls) Chat(ctx context.Context, keyID, user, model string, req inference.CompletionRequest) (workflow.ChatAnswer, error) {
-	call, err := c.gen.As(ctx, keyID, "POST /v1/chat/completions", auth.ScopeInference)
-	var ans generate.Answer
-	if err == nil {
-		call.SetUser(user)
-		ans, err = c.gen.Chat(ctx, call, model, req)
-	}
-	c.gen.Finish(ctx, call, err)
+	ans, err := runAs(ctx, c.gen, keyID, user, "POST /v1/chat/completions", func(call *generate.Call) (generate.Answer, error) {
+		return c.gen.Chat(ctx, call, model, req)
+	})
 	if err != nil {
 		return workflow.ChatAnswer{}, err
 	}
@@ -77,14 +82,9 @@ func (c stepCalls) Chat(ctx context.Context, keyID, user, model string, req infe
 // Rerank runs a workflow rerank step through the generation service as
 // the run's key, recorded as POST /v1/rerank.
 func (c stepCalls) Rerank(ctx context.Context, keyID, user, model, query string, docs []string, topN int) ([]workflow.Ranked, error) {
-	call, err := c.gen.As(ctx, keyID, "POST /v1/rerank", auth.ScopeInference)
-	var out []workflow.Ranked
-	if err == nil {
-		call.SetUser(user)
-		out, err = c.rerank(ctx, call, model, query, docs, topN)
-	}
-	c.gen.Finish(ctx, call, err)
-	return out, err
+	return runAs(ctx, c.gen, keyID, user, "POST /v1/rerank", func(call *generate.Call) ([]workflow.Ranked, error) {
+		return c.rerank(ctx, call, model, query, docs, topN)
+	})
 }
 
 func (c stepCalls) rerank(ctx context.Context, call *generate.Call, model, query string, docs []string, topN int) ([]workflow.Ranked, error) {
@@ -112,14 +112,9 @@ func (c stepCalls) rerank(ctx context.Context, call *generate.Call, model, query
 // team's collections with citations (the answers service), governed by
 // the output policies, and its citations are stored as source links.
 func (c stepCalls) AnswerWithSources(ctx context.Context, keyID, user, model, question string, collections []string, maxTokens int) (workflow.Cited, error) {
-	call, err := c.gen.As(ctx, keyID, "POST /v1/completions", auth.ScopeInference)
-	var out workflow.Cited
-	if err == nil {
-		call.SetUser(user)
-		out, err = c.answer(ctx, call, model, question, collections, maxTokens)
-	}
-	c.gen.Finish(ctx, call, err)
-	return out, err
+	return runAs(ctx, c.gen, keyID, user, "POST /v1/completions", func(call *generate.Call) (workflow.Cited, error) {
+		return c.answer(ctx, call, model, question, collections, maxTokens)
+	})
 }
 
 func (c stepCalls) answer(ctx context.Context, call *generate.Call, model, question string, collections []string, maxTokens int) (workflow.Cited, error) {
