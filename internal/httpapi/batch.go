@@ -13,6 +13,7 @@ import (
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/batch"
+	"github.com/sovereign-ai/sovereign/internal/httpapi/wire"
 	"github.com/sovereign-ai/sovereign/internal/openai"
 )
 
@@ -140,7 +141,7 @@ func (s *Server) uploadFile(w http.ResponseWriter, r *http.Request) error {
 		drop()
 		return apierr.Invalid("purpose", "'purpose' is required (\"batch\")")
 	}
-	return writeJSON(w, http.StatusOK, f.Object())
+	return wire.JSON(w, http.StatusOK, f.Object())
 }
 
 // listFiles is GET /v1/files: the team's files, newest first (order=asc:
@@ -174,7 +175,7 @@ func (s *Server) listFiles(w http.ResponseWriter, r *http.Request) error {
 	for i, f := range files {
 		data[i] = f.Object()
 	}
-	return writeJSON(w, http.StatusOK, listPage(data, more, func(o batch.FileObject) string { return o.ID }))
+	return wire.JSON(w, http.StatusOK, wire.ListPage(data, more, func(o batch.FileObject) string { return o.ID }))
 }
 
 func (s *Server) getFile(w http.ResponseWriter, r *http.Request) error {
@@ -186,7 +187,7 @@ func (s *Server) getFile(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, f.Object())
+	return wire.JSON(w, http.StatusOK, f.Object())
 }
 
 func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) error {
@@ -197,7 +198,7 @@ func (s *Server) deleteFile(w http.ResponseWriter, r *http.Request) error {
 	if err := s.Batches.DeleteFile(r.Context(), teamOf(r), id); err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "file", "deleted": true})
+	return wire.JSON(w, http.StatusOK, map[string]any{"id": id, "object": "file", "deleted": true})
 }
 
 // fileContent is GET /v1/files/{id}/content: the file's bytes, streamed
@@ -244,7 +245,7 @@ func (s *Server) createBatch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, b.Object())
+	return wire.JSON(w, http.StatusOK, b.Object())
 }
 
 // listBatches is GET /v1/batches: the team's batches newest first, limit 1
@@ -254,7 +255,7 @@ func (s *Server) listBatches(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	limit := 20
-	if err := listParams(r.URL.Query(), &limit); err != nil {
+	if err := wire.ListParams(r.URL.Query(), &limit); err != nil {
 		return err
 	}
 	list, more, err := s.Batches.List(r.Context(), teamOf(r), r.URL.Query().Get("after"), limit)
@@ -265,7 +266,7 @@ func (s *Server) listBatches(w http.ResponseWriter, r *http.Request) error {
 	for i, b := range list {
 		data[i] = b.Object()
 	}
-	return writeJSON(w, http.StatusOK, listPage(data, more, func(o batch.Object) string { return o.ID }))
+	return wire.JSON(w, http.StatusOK, wire.ListPage(data, more, func(o batch.Object) string { return o.ID }))
 }
 
 func (s *Server) getBatch(w http.ResponseWriter, r *http.Request) error {
@@ -277,7 +278,7 @@ func (s *Server) getBatch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, b.Object())
+	return wire.JSON(w, http.StatusOK, b.Object())
 }
 
 // cancelBatch is POST /v1/batches/{id}/cancel.
@@ -290,5 +291,5 @@ func (s *Server) cancelBatch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, b.Object())
+	return wire.JSON(w, http.StatusOK, b.Object())
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/generate"
+	"github.com/sovereign-ai/sovereign/internal/httpapi/wire"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/openai"
 )
@@ -88,7 +89,7 @@ func (s *Server) compareModels(w http.ResponseWriter, r *http.Request) error {
 	if err := r.Context().Err(); err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"object": "model.comparison", "created": time.Now().Unix(), "results": results})
+	return wire.JSON(w, http.StatusOK, map[string]any{"object": "model.comparison", "created": time.Now().Unix(), "results": results})
 }
 
 func (s *Server) compareOne(ctx context.Context, name string, native inference.CompletionRequest) CompareResult {

@@ -12,6 +12,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/events"
+	"github.com/sovereign-ai/sovereign/internal/httpapi/wire"
 )
 
 // The event stream: GET /v1/events sends the caller's team's events and
@@ -110,8 +111,8 @@ func (s *Server) followEvents(w http.ResponseWriter, r *http.Request, f events.F
 	ctx := r.Context()
 	cur := s.Events.Follow(f)
 	defer cur.Close()
-	st := startSSE(w)
-	if st.flush() != nil {
+	st := wire.StartSSE(w)
+	if st.Flush() != nil {
 		return nil
 	}
 	ka := time.NewTicker(keepAlive)
@@ -131,16 +132,16 @@ func (s *Server) followEvents(w http.ResponseWriter, r *http.Request, f events.F
 				s.Log.Warn("event stream: a stored event cannot be encoded; skipped", "event", ev.ID, "err", err)
 				continue
 			}
-			if st.event(ev.ID, ev.Type, b) != nil {
+			if st.Event(ev.ID, ev.Type, b) != nil {
 				return nil
 			}
 			if last != nil && last(ev) {
-				st.flush()
+				st.Flush()
 				return nil
 			}
 		}
 		if len(evs) > 0 {
-			if st.flush() != nil {
+			if st.Flush() != nil {
 				return nil
 			}
 			ka.Reset(keepAlive)
@@ -151,7 +152,7 @@ func (s *Server) followEvents(w http.ResponseWriter, r *http.Request, f events.F
 		select {
 		case <-changed:
 		case <-ka.C:
-			if st.comment("keep-alive") != nil {
+			if st.Comment("keep-alive") != nil {
 				return nil
 			}
 		case <-ctx.Done():
@@ -160,22 +161,4 @@ func (s *Server) followEvents(w http.ResponseWriter, r *http.Request, f events.F
 			return nil
 		}
 	}
-}
-
-// event writes one event — "id:", "event:" and "data:" lines — without
-// flushing. Errors: the client is gone.
-func (s *sse) event(id, typ string, data []byte) error {
-	s.buf = append(append(append(s.buf[:0], "id: "...), id...), '\n')
-	s.buf = append(append(append(s.buf, "event: "...), typ...), '\n')
-	s.buf = append(append(append(s.buf, "data: "...), data...), "\n\n"...)
-	_, err := s.w.Write(s.buf)
-	return err
-}
-
-// comment writes an SSE comment line and flushes it.
-func (s *sse) comment(text string) error {
-	if _, err := fmt.Fprintf(s.w, ": %s\n\n", text); err != nil {
-		return err
-	}
-	return s.rc.Flush()
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/generate"
+	"github.com/sovereign-ai/sovereign/internal/httpapi/wire"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/openai"
 	"github.com/sovereign-ai/sovereign/internal/rawjson"
@@ -117,7 +118,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, m catalog.Resolve
 	gov := s.Gen.Relayed(call)
 	var denied error // the output stage's deny
 	var first, last time.Time
-	out := startSSE(w)
+	out := wire.StartSSE(w)
 	for {
 		now := time.Now()
 		if ev.Output {
@@ -129,14 +130,14 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, m catalog.Resolve
 		evs := []inference.RelayEvent{ev}
 		if gov != nil && denied == nil {
 			if evs, denied = gov.Event(ev); denied != nil {
-				out.fail(denied) // in place of the stream's end
+				out.Fail(denied) // in place of the stream's end
 			}
 		}
 		if denied != nil {
 			evs = nil // the rest is read for its usage, not sent
 		}
 		for _, e := range evs {
-			if err := out.raw(e.Event, e.Data); err != nil {
+			if err := out.Raw(e.Event, e.Data); err != nil {
 				return err // the client went away; closing the relay cancels upstream
 			}
 		}
@@ -148,7 +149,7 @@ func (s *Server) relay(w http.ResponseWriter, r *http.Request, m catalog.Resolve
 		if ctx.Err() == nil {
 			s.Gen.Observe(ctx, m.ID, catalog.Observation{Latency: time.Since(start), Failed: true})
 		}
-		return out.fail(err)
+		return out.Fail(err)
 	}
 	s.relayUsed(ctx, call, m, rl, start, first, last)
 	return denied

@@ -11,6 +11,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/citation"
 	"github.com/sovereign-ai/sovereign/internal/generate"
+	"github.com/sovereign-ai/sovereign/internal/httpapi/wire"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/openai"
 	"github.com/sovereign-ai/sovereign/internal/sources"
@@ -54,7 +55,7 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 		if err != nil {
 			return err
 		}
-		return writeJSON(w, http.StatusOK, resp)
+		return wire.JSON(w, http.StatusOK, resp)
 	}
 	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 	form := newStreamForm(textForm, m.ID)
@@ -62,9 +63,9 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 	if err != nil {
 		return err
 	}
-	out := startSSE(w)
+	out := wire.StartSSE(w)
 	for _, c := range form.first {
-		if err := out.write(c); err != nil {
+		if err := out.Write(c); err != nil {
 			return err
 		}
 	}
@@ -74,7 +75,7 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 			usage = ev.Usage
 		}
 		for _, c := range form.chunks(ev) {
-			if err := out.send(c); err != nil {
+			if err := out.Send(c); err != nil {
 				return err // the client went away; closing the stream cancels generation
 			}
 		}
@@ -84,28 +85,28 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 		if ev, err = stream.Recv(); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
-			return out.fail(err)
+			return out.Fail(err)
 		}
 	}
 	if err := gen.End(); err != nil {
-		return out.fail(err)
+		return out.Fail(err)
 	}
 	if cite {
 		cits, unsupported, err := ans.Finish(ctx, form.id, m.ID)
 		if err != nil {
-			return out.fail(err)
+			return out.Fail(err)
 		}
 		gen.RedactCitations(cits, unsupported)
-		if err := out.send(form.citations(cits, unsupported)); err != nil {
+		if err := out.Send(form.citations(cits, unsupported)); err != nil {
 			return err
 		}
 	}
 	if includeUsage {
-		if err := out.send(form.usage(openai.NewUsage(usage))); err != nil {
+		if err := out.Send(form.usage(openai.NewUsage(usage))); err != nil {
 			return err
 		}
 	}
-	return out.done()
+	return out.Done()
 }
 
 // groundedNative is a completion request with sources as the native chat
@@ -276,7 +277,7 @@ func (s *Server) listSourceLinks(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	f := sources.LinkFilter{TeamID: teamOf(r), ResponseID: q.Get("response_id"), DocumentID: q.Get("document_id"),
 		CollectionID: q.Get("collection_id"), After: q.Get("after"), Limit: 20}
-	if err := listParams(q, &f.Limit, bound{"created_after", &f.Since}, bound{"created_before", &f.Until}); err != nil {
+	if err := wire.ListParams(q, &f.Limit, wire.Bound{Name: "created_after", Dst: &f.Since}, wire.Bound{Name: "created_before", Dst: &f.Until}); err != nil {
 		return err
 	}
 	links, more, err := s.Sources.SourceLinks(r.Context(), f)
@@ -291,5 +292,5 @@ func (s *Server) listSourceLinks(w http.ResponseWriter, r *http.Request) error {
 				ChunkID: l.ChunkID, Title: l.Title, URL: l.URL}, Snippet: l.Snippet, Number: l.SourceNumber},
 			CreatedAt: l.CreatedAt.Unix()}
 	}
-	return writeJSON(w, http.StatusOK, listPage(data, more, func(v SourceLinkObject) string { return v.ID }))
+	return wire.JSON(w, http.StatusOK, wire.ListPage(data, more, func(v SourceLinkObject) string { return v.ID }))
 }

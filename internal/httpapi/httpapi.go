@@ -6,20 +6,18 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"regexp"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/generate"
+	"github.com/sovereign-ai/sovereign/internal/httpapi/wire"
 	"github.com/sovereign-ai/sovereign/internal/metrics"
 	"github.com/sovereign-ai/sovereign/internal/records"
 	"github.com/sovereign-ai/sovereign/internal/webhook"
@@ -130,7 +128,7 @@ func (s *Server) Handler() http.Handler {
 	s.mux = mux
 	route := func(pattern string, scope auth.Scope, h handlerFunc) { mux.Handle(pattern, s.handle(scope, h)) }
 	route("GET /healthz", public, func(w http.ResponseWriter, r *http.Request) error {
-		return writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		return wire.JSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	route("GET /readyz", public, s.readyz)
 	if s.Metrics != nil {
@@ -251,10 +249,10 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	if s.Ready != nil {
 		if err := s.Ready(r.Context()); err != nil {
 			s.Log.Warn("not ready", "err", err)
-			return writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not_ready", "reason": err.Error()})
+			return wire.JSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not_ready", "reason": err.Error()})
 		}
 	}
-	return writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	return wire.JSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
 var versionPath = regexp.MustCompile(`^/v(\d+)(/|$)`)
@@ -355,133 +353,10 @@ func (t *trackingWriter) Flush() {
 // Unwrap exposes the underlying writer to http.ResponseController.
 func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
 
-func writeJSON(w http.ResponseWriter, status int, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	b = append(b, '\n')
-	// A known length lets the response be complete for the client before
-	// the handler's deferred work (settling limits) is done.
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(status)
-	_, err = w.Write(b)
-	return err
-}
-
-// sse writes Server-Sent Events the way OpenAI does.
-type sse struct {
-	w   http.ResponseWriter
-	rc  *http.ResponseController
-	buf []byte
-}
-
-func startSSE(w http.ResponseWriter) *sse {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	return &sse{w: w, rc: http.NewResponseController(w)}
-}
-
-// send writes one event and flushes it to the client.
-func (s *sse) send(v any) error {
-	if err := s.write(v); err != nil {
-		return err
-	}
-	return s.rc.Flush()
-}
-
-// write writes one event without flushing; flush sends what was written.
-func (s *sse) write(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	s.buf = append(s.buf[:0], "data: "...)
-	s.buf = append(s.buf, b...)
-	s.buf = append(s.buf, "\n\n"...)
-	_, err = s.w.Write(s.buf)
-	return err
-}
-
-func (s *sse) flush() error { return s.rc.Flush() }
-
-// raw writes one event as an upstream sent it (event is its "event:"
-// field, empty for none) and flushes it.
-func (s *sse) raw(event string, data []byte) error {
-	s.buf = s.buf[:0]
-	if event != "" {
-		s.buf = append(append(append(s.buf, "event: "...), event...), '\n')
-	}
-	s.buf = append(append(append(s.buf, "data: "...), data...), "\n\n"...)
-	if _, err := s.w.Write(s.buf); err != nil {
-		return err
-	}
-	return s.rc.Flush()
-}
-
-func (s *sse) done() error {
-	if _, err := fmt.Fprint(s.w, "data: [DONE]\n\n"); err != nil {
-		return err
-	}
-	return s.rc.Flush()
-}
-
-// fail reports an error inside a started stream as an error event, which
-// OpenAI's clients raise as an APIError.
-func (s *sse) fail(err error) error {
-	e := apierr.From(err)
-	s.send(e.Envelope())
-	return err
-}
-
 // streamTimeout bounds one generation, so a stuck request cannot hold a slot
 // forever.
 const streamTimeout = 30 * time.Minute
 
 func withTimeout(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(r.Context(), streamTimeout)
-}
-
-// listPage is the list object of a cursor-paged route: data, has_more and
-// the ids of its first and last items (null when empty), as OpenAI's lists.
-func listPage[T any](data []T, more bool, id func(T) string) map[string]any {
-	page := map[string]any{"object": "list", "data": data, "has_more": more, "first_id": nil, "last_id": nil}
-	if len(data) > 0 {
-		page["first_id"], page["last_id"] = id(data[0]), id(data[len(data)-1])
-	}
-	return page
-}
-
-// bound is a list route's time filter: a query parameter in unix seconds.
-type bound struct {
-	name string
-	dst  *time.Time
-}
-
-// listParams reads what the list routes share: 'limit' (1 to 100, into
-// *limit when given) and time bounds in unix seconds. Errors name the
-// parameter.
-func listParams(q url.Values, limit *int, bounds ...bound) error {
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100 {
-			return apierr.Invalid("limit", "'limit' must be an integer from 1 to 100")
-		}
-		*limit = n
-	}
-	for _, b := range bounds {
-		if v := q.Get(b.name); v != "" {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 0 {
-				return apierr.Invalid(b.name, fmt.Sprintf("'%s' must be a Unix time in seconds", b.name))
-			}
-			*b.dst = time.Unix(n, 0).UTC()
-		}
-	}
-	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/generate"
+	"github.com/sovereign-ai/sovereign/internal/httpapi/wire"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/openai"
 )
@@ -54,7 +55,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		if req.Legacy() {
 			out.UseFunctionCall()
 		}
-		return writeJSON(w, http.StatusOK, out)
+		return wire.JSON(w, http.StatusOK, out)
 	}
 	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 	cs := openai.NewChatStream(req.Model, includeUsage, native.Logprobs)
@@ -63,9 +64,9 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := startSSE(w)
+	out := wire.StartSSE(w)
 	for i := range streams {
-		if err := out.write(cs.First(i)); err != nil {
+		if err := out.Write(cs.First(i)); err != nil {
 			return err
 		}
 	}
@@ -80,14 +81,14 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := gen.End(); err != nil {
-		return out.fail(err)
+		return out.Fail(err)
 	}
 	if includeUsage {
-		if err := out.send(cs.UsageChunk(openai.SumUsage(usages))); err != nil {
+		if err := out.Send(cs.UsageChunk(openai.SumUsage(usages))); err != nil {
 			return err
 		}
 	}
-	return out.done()
+	return out.Done()
 }
 
 // firstEvent merges streams and waits for the first event before the
@@ -107,13 +108,13 @@ func firstEvent(ctx context.Context, streams []inference.Stream) (indexedEvent, 
 // and the stream is flushed whenever the next event is not there yet, so
 // nothing is held back. It returns the context's error if the request
 // ended early.
-func relay(ctx context.Context, out *sse, first indexedEvent, events <-chan indexedEvent, render func(indexedEvent) []any) error {
+func relay(ctx context.Context, out *wire.SSE, first indexedEvent, events <-chan indexedEvent, render func(indexedEvent) []any) error {
 	for ev := first; ; {
 		if ev.err != nil {
-			return out.fail(ev.err)
+			return out.Fail(ev.err)
 		}
 		for _, c := range render(ev) {
-			if err := out.write(c); err != nil {
+			if err := out.Write(c); err != nil {
 				return err // client went away; closing the streams cancels generation
 			}
 		}
@@ -121,7 +122,7 @@ func relay(ctx context.Context, out *sse, first indexedEvent, events <-chan inde
 		select {
 		case ev, ok = <-events:
 		default:
-			if err := out.flush(); err != nil {
+			if err := out.Flush(); err != nil {
 				return err
 			}
 			ev, ok = <-events
@@ -240,7 +241,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
 		if err := gen.End(); err != nil {
 			return err
 		}
-		return writeJSON(w, http.StatusOK, out)
+		return wire.JSON(w, http.StatusOK, out)
 	}
 	includeUsage := req.StreamOptions != nil && req.StreamOptions.IncludeUsage
 	ts := openai.NewTextStream(req.Model, includeUsage, logprobs)
@@ -248,7 +249,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := startSSE(w)
+	out := wire.StartSSE(w)
 	var total inference.Usage
 	err = relay(ctx, out, first, events, func(ev indexedEvent) []any {
 		if ev.Done && ev.Usage != nil {
@@ -264,14 +265,14 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := gen.End(); err != nil {
-		return out.fail(err)
+		return out.Fail(err)
 	}
 	if includeUsage {
-		if err := out.send(ts.UsageChunk(openai.NewUsage(&total))); err != nil {
+		if err := out.Send(ts.UsageChunk(openai.NewUsage(&total))); err != nil {
 			return err
 		}
 	}
-	return out.done()
+	return out.Done()
 }
 
 func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) error {
@@ -307,7 +308,7 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, out)
+	return wire.JSON(w, http.StatusOK, out)
 }
 
 type tokenizeRequest struct {
@@ -343,7 +344,7 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, tokenizeResponse{Tokens: res.Tokens, Count: len(res.Tokens)})
+	return wire.JSON(w, http.StatusOK, tokenizeResponse{Tokens: res.Tokens, Count: len(res.Tokens)})
 }
 
 type detokenizeRequest struct {
@@ -369,5 +370,5 @@ func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]string{"text": res.Content})
+	return wire.JSON(w, http.StatusOK, map[string]string{"text": res.Content})
 }

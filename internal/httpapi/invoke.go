@@ -10,6 +10,7 @@ import (
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
+	"github.com/sovereign-ai/sovereign/internal/httpapi/wire"
 )
 
 // invokedCtx carries the key an in-process call runs as (Invoke). A
@@ -58,12 +59,9 @@ func (s *Server) Invoke(ctx context.Context, keyID, method, path string, body []
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.RemoteAddr = ""
-	w := &bufferWriter{header: http.Header{}}
+	w := wire.NewBuffer()
 	s.handler.ServeHTTP(w, req)
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return Invoked{Status: w.status, Header: w.header, Body: w.buf.Bytes()}, nil
+	return Invoked{Status: w.Status(), Header: w.Header(), Body: w.Bytes()}, nil
 }
 
 // invokedKey is the key of an in-process call, if r is one.
@@ -71,32 +69,6 @@ func invokedKey(r *http.Request) (auth.Key, bool) {
 	k, ok := r.Context().Value(invokedCtx).(auth.Key)
 	return k, ok
 }
-
-// bufferWriter is the ResponseWriter of an in-process call: it keeps the
-// whole answer (a streamed one too, which in-process callers do not ask
-// for).
-type bufferWriter struct {
-	header http.Header
-	status int
-	buf    bytes.Buffer
-}
-
-func (b *bufferWriter) Header() http.Header { return b.header }
-
-func (b *bufferWriter) WriteHeader(code int) {
-	if b.status == 0 {
-		b.status = code
-	}
-}
-
-func (b *bufferWriter) Write(p []byte) (int, error) {
-	if b.status == 0 {
-		b.status = http.StatusOK
-	}
-	return b.buf.Write(p)
-}
-
-func (b *bufferWriter) Flush() {}
 
 // ServeAs serves r through the API as the key keyID, writing the answer
 // (a streamed one as it is produced) onto w: the streaming counterpart of

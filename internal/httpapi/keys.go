@@ -8,6 +8,7 @@ import (
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
+	"github.com/sovereign-ai/sovereign/internal/httpapi/wire"
 	"github.com/sovereign-ai/sovereign/internal/openai"
 )
 
@@ -76,7 +77,7 @@ func (s *Server) updateTeam(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
 		Capture *bool `json:"capture"`
 	}
-	if err := decodeStrict(r.Body, &req); err != nil {
+	if err := wire.DecodeStrict(r.Body, &req); err != nil {
 		return err
 	}
 	if req.Capture == nil {
@@ -89,7 +90,7 @@ func (s *Server) updateTeam(w http.ResponseWriter, r *http.Request) error {
 	if s.Capture != nil {
 		s.Capture.Reload(r.Context())
 	}
-	return writeJSON(w, http.StatusOK, teamObject(t))
+	return wire.JSON(w, http.StatusOK, teamObject(t))
 }
 
 type createKeyRequest struct {
@@ -127,7 +128,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, keyObject(k, secret))
+	return wire.JSON(w, http.StatusCreated, keyObject(k, secret))
 }
 
 // visibleKey fetches key id when the caller may see it: admins see every
@@ -162,7 +163,7 @@ func (s *Server) listKeys(w http.ResponseWriter, r *http.Request) error {
 	for _, k := range keys {
 		data = append(data, keyObject(k, ""))
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+	return wire.JSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }
 
 func (s *Server) getKey(w http.ResponseWriter, r *http.Request) error {
@@ -170,7 +171,7 @@ func (s *Server) getKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, keyObject(k, ""))
+	return wire.JSON(w, http.StatusOK, keyObject(k, ""))
 }
 
 func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) error {
@@ -179,7 +180,7 @@ func (s *Server) revokeKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, keyObject(k, ""))
+	return wire.JSON(w, http.StatusOK, keyObject(k, ""))
 }
 
 type rotateRequest struct {
@@ -208,7 +209,7 @@ func (s *Server) rotateKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, keyObject(k, secret))
+	return wire.JSON(w, http.StatusCreated, keyObject(k, secret))
 }
 
 type createTeamRequest struct {
@@ -227,7 +228,7 @@ func (s *Server) createTeam(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, teamObject(t))
+	return wire.JSON(w, http.StatusCreated, teamObject(t))
 }
 
 func (s *Server) listTeams(w http.ResponseWriter, r *http.Request) error {
@@ -239,5 +240,5 @@ func (s *Server) listTeams(w http.ResponseWriter, r *http.Request) error {
 	for _, t := range teams {
 		data = append(data, teamObject(t))
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+	return wire.JSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/generate"
+	"github.com/sovereign-ai/sovereign/internal/httpapi/wire"
 	"github.com/sovereign-ai/sovereign/internal/limits"
 	"github.com/sovereign-ai/sovereign/internal/openai"
 )
@@ -127,7 +128,7 @@ func (s *Server) listLimits(w http.ResponseWriter, r *http.Request) error {
 		out = append(out, LimitObject{Object: "limit", Scope: w.Scope, Subject: w.Subject, Name: w.Dimension, Limit: w.Limit,
 			Remaining: w.Remaining, ResetSeconds: math.Round(w.Reset.Seconds()*1000) / 1000, ResetAt: now.Add(w.Reset).Unix()})
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": out})
+	return wire.JSON(w, http.StatusOK, map[string]any{"object": "list", "data": out})
 }
 
 // listLimitRules is GET /v1/limits/rules (admin): every rule in force.
@@ -139,7 +140,7 @@ func (s *Server) listLimitRules(w http.ResponseWriter, r *http.Request) error {
 	if rules == nil {
 		rules = []limits.Rule{}
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": rules})
+	return wire.JSON(w, http.StatusOK, map[string]any{"object": "list", "data": rules})
 }
 
 func (s *Server) getLimitRule(w http.ResponseWriter, r *http.Request) error {
@@ -151,7 +152,7 @@ func (s *Server) getLimitRule(w http.ResponseWriter, r *http.Request) error {
 	if !ok {
 		return apierr.New(apierr.NotFound, fmt.Sprintf("no limit rule for %s %q", scope, subject))
 	}
-	return writeJSON(w, http.StatusOK, rule)
+	return wire.JSON(w, http.StatusOK, rule)
 }
 
 // putLimitRule is PUT /v1/limits/rules/{scope}/{subject} (admin): it sets
@@ -167,7 +168,7 @@ func (s *Server) putLimitRule(w http.ResponseWriter, r *http.Request) error {
 		TokensPerDay       *int64 `json:"tokens_per_day"`
 		TokensPerMonth     *int64 `json:"tokens_per_month"`
 	}
-	if err := decodeStrict(r.Body, &req); err != nil {
+	if err := wire.DecodeStrict(r.Body, &req); err != nil {
 		return err
 	}
 	v := func(p *int64) int64 {
@@ -182,7 +183,7 @@ func (s *Server) putLimitRule(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, rule)
+	return wire.JSON(w, http.StatusOK, rule)
 }
 
 func (s *Server) deleteLimitRule(w http.ResponseWriter, r *http.Request) error {
@@ -193,5 +194,5 @@ func (s *Server) deleteLimitRule(w http.ResponseWriter, r *http.Request) error {
 	if err := s.Limits.Delete(r.Context(), scope, subject); err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"object": "limit_rule.deleted", "scope": scope, "subject": subject, "deleted": true})
+	return wire.JSON(w, http.StatusOK, map[string]any{"object": "limit_rule.deleted", "scope": scope, "subject": subject, "deleted": true})
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
+	"github.com/sovereign-ai/sovereign/internal/httpapi/wire"
 	"github.com/sovereign-ai/sovereign/internal/records"
 )
 
@@ -39,7 +40,7 @@ func logFilter(r *http.Request) (records.Filter, error) {
 	q := r.URL.Query()
 	f := records.Filter{TeamID: q.Get("team_id"), Model: q.Get("model"), KeyID: q.Get("key_id"),
 		Route: q.Get("route"), User: q.Get("user"), After: q.Get("after"), Limit: 20}
-	if err := listParams(q, &f.Limit, bound{"since", &f.Since}, bound{"until", &f.Until}); err != nil {
+	if err := wire.ListParams(q, &f.Limit, wire.Bound{Name: "since", Dst: &f.Since}, wire.Bound{Name: "until", Dst: &f.Until}); err != nil {
 		return f, err
 	}
 	if v := q.Get("status"); v != "" {
@@ -77,7 +78,7 @@ func (s *Server) listLogs(w http.ResponseWriter, r *http.Request) error {
 	for i, rec := range list {
 		data[i] = logObject(rec)
 	}
-	return writeJSON(w, http.StatusOK, listPage(data, more, func(v LogObject) string { return v.ID }))
+	return wire.JSON(w, http.StatusOK, wire.ListPage(data, more, func(v LogObject) string { return v.ID }))
 }
 
 // pathRecord is the record the path names, if the key may read it
@@ -94,7 +95,7 @@ func (s *Server) getLog(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, logObject(rec))
+	return wire.JSON(w, http.StatusOK, logObject(rec))
 }
 
 // exportLogs streams every record matching the filters as NDJSON, newest
@@ -160,7 +161,7 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request) error {
 	if !f.Until.IsZero() {
 		out["until"] = f.Until.Unix()
 	}
-	return writeJSON(w, http.StatusOK, out)
+	return wire.JSON(w, http.StatusOK, out)
 }
 
 // logProof serves GET /v1/logs/{id}/proof: the RFC 6962 inclusion proof
@@ -189,7 +190,7 @@ func (s *Server) logProof(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"object": "log.inclusion_proof", "id": rec.ID, "seq": in.Seq, "leaf_index": in.LeafIndex,
+	return wire.JSON(w, http.StatusOK, map[string]any{"object": "log.inclusion_proof", "id": rec.ID, "seq": in.Seq, "leaf_index": in.LeafIndex,
 		"leaf_hash": in.LeafHash, "tree_size": in.TreeSize, "root": in.Root, "proof": in.Proof, "checkpoint": checkpoint,
 		"hasher": "RFC 6962, SHA-256; the leaf is the record's hash"})
 }
@@ -202,7 +203,7 @@ func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	limit := 20
-	if err := listParams(r.URL.Query(), &limit); err != nil {
+	if err := wire.ListParams(r.URL.Query(), &limit); err != nil {
 		return err
 	}
 	list, err := s.logs().Checkpoints(r.Context(), limit)
@@ -214,5 +215,5 @@ func (s *Server) listCheckpoints(w http.ResponseWriter, r *http.Request) error {
 		data = append(data, map[string]any{"object": "log.checkpoint", "id": c.ID, "created_at": c.CreatedAt.Unix(), "first_seq": c.FirstSeq,
 			"last_seq": c.LastSeq, "tree_size": c.Size, "root": c.Root})
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+	return wire.JSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }

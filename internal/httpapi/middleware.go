@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/generate"
+	"github.com/sovereign-ai/sovereign/internal/httpapi/wire"
 )
 
 // Authenticator resolves a bearer secret to its key.
@@ -92,7 +92,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			id = newRequestID()
 		}
 		w.Header().Set("X-Request-Id", id)
-		call := &generate.Call{ID: id, Method: r.Method, Path: r.URL.Path, ClientIP: clientIP(r), Start: start}
+		call := &generate.Call{ID: id, Method: r.Method, Path: r.URL.Path, ClientIP: wire.ClientIP(r), Start: start}
 		ctx := context.WithValue(context.WithValue(r.Context(), requestIDCtx, id), infoCtx, call)
 		sw := &statusWriter{ResponseWriter: w}
 		inner := r.WithContext(ctx)
@@ -134,16 +134,6 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		}
 		s.Log.Info("request", attrs...)
 	})
-}
-
-// clientIP is the address the request came from (the peer's: headers a
-// client can set are not trusted without a configured proxy).
-func clientIP(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
 }
 
 // authenticate checks the bearer key and the route's scope. It returns the

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
+	"github.com/sovereign-ai/sovereign/internal/httpapi/wire"
 	"github.com/sovereign-ai/sovereign/internal/openai"
 )
 
@@ -60,7 +61,7 @@ func (s *Ops) modelFor(ctx context.Context, h http.Header, name, capability stri
 }
 
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request) error {
-	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": s.Models.List(r.Context())})
+	return wire.JSON(w, http.StatusOK, map[string]any{"object": "list", "data": s.Models.List(r.Context())})
 }
 
 func (s *Server) getModel(w http.ResponseWriter, r *http.Request) error {
@@ -69,7 +70,7 @@ func (s *Server) getModel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, m)
+	return wire.JSON(w, http.StatusOK, m)
 }
 
 // createModel adds a model configuration (POST /v1/models/{id}).
@@ -94,7 +95,7 @@ func (s *Server) createModel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, m)
+	return wire.JSON(w, http.StatusCreated, m)
 }
 
 // updateModel applies a JSON merge patch (PATCH /v1/models/{id}).
@@ -108,7 +109,7 @@ func (s *Server) updateModel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, m)
+	return wire.JSON(w, http.StatusOK, m)
 }
 
 // readBody reads a request body that must be a JSON object.
@@ -133,7 +134,7 @@ func (s *Server) deleteModel(w http.ResponseWriter, r *http.Request) error {
 	if err := s.Models.Delete(r.Context(), id); err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "model", "deleted": true})
+	return wire.JSON(w, http.StatusOK, map[string]any{"id": id, "object": "model", "deleted": true})
 }
 
 func (s *Server) loadModel(w http.ResponseWriter, r *http.Request) error {
@@ -142,7 +143,7 @@ func (s *Server) loadModel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, m)
+	return wire.JSON(w, http.StatusOK, m)
 }
 
 func (s *Server) unloadModel(w http.ResponseWriter, r *http.Request) error {
@@ -151,5 +152,5 @@ func (s *Server) unloadModel(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, m)
+	return wire.JSON(w, http.StatusOK, m)
 }

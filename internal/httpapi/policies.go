@@ -9,6 +9,7 @@ import (
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
+	"github.com/sovereign-ai/sovereign/internal/httpapi/wire"
 	"github.com/sovereign-ai/sovereign/internal/policy"
 	"github.com/sovereign-ai/sovereign/internal/policy/pii"
 )
@@ -117,14 +118,14 @@ func (s *Server) createPolicy(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var b policyBody
-	if err := decodeStrict(r.Body, &b); err != nil {
+	if err := wire.DecodeStrict(r.Body, &b); err != nil {
 		return err
 	}
 	out, err := s.Policies.Create(r.Context(), b.policy())
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, out)
+	return wire.JSON(w, http.StatusCreated, out)
 }
 
 func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request) error {
@@ -138,7 +139,7 @@ func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request) error {
 	if ps == nil {
 		ps = []policy.Policy{}
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": ps})
+	return wire.JSON(w, http.StatusOK, map[string]any{"object": "list", "data": ps})
 }
 
 func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) error {
@@ -149,7 +150,7 @@ func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, p)
+	return wire.JSON(w, http.StatusOK, p)
 }
 
 func (s *Server) updatePolicy(w http.ResponseWriter, r *http.Request) error {
@@ -157,14 +158,14 @@ func (s *Server) updatePolicy(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var b policyBody
-	if err := decodeStrict(r.Body, &b); err != nil {
+	if err := wire.DecodeStrict(r.Body, &b); err != nil {
 		return err
 	}
 	out, err := s.Policies.Update(r.Context(), r.PathValue("id"), b.policy())
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, out)
+	return wire.JSON(w, http.StatusOK, out)
 }
 
 func (s *Server) deletePolicy(w http.ResponseWriter, r *http.Request) error {
@@ -175,7 +176,7 @@ func (s *Server) deletePolicy(w http.ResponseWriter, r *http.Request) error {
 	if err := s.Policies.Delete(r.Context(), id); err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "policy.deleted", "deleted": true})
+	return wire.JSON(w, http.StatusOK, map[string]any{"id": id, "object": "policy.deleted", "deleted": true})
 }
 
 // testPolicy is POST /v1/policies/test: it evaluates a policy (given, or
@@ -185,7 +186,7 @@ func (s *Server) testPolicy(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req PolicyTestRequest
-	if err := decodeStrict(r.Body, &req); err != nil {
+	if err := wire.DecodeStrict(r.Body, &req); err != nil {
 		return err
 	}
 	var p policy.Policy
@@ -247,7 +248,7 @@ func (s *Server) testPolicy(w http.ResponseWriter, r *http.Request) error {
 	for _, f := range out.Redact {
 		redact = append(redact, policy.Span{Kind: f.Kind, Start: f.Start, End: f.End})
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"object": "policy.test", "stage": stage, "action": action,
+	return wire.JSON(w, http.StatusOK, map[string]any{"object": "policy.test", "stage": stage, "action": action,
 		"decisions": decisions, "redact": redact, "redacted_text": pii.Redact(text, out.Redact)})
 }
 
@@ -282,7 +283,7 @@ func (s *Server) listDecisions(w http.ResponseWriter, r *http.Request) error {
 	if v := q.Get("action"); v != "" && v != policy.ActionDeny && v != policy.ActionRedact && v != policy.ActionFlag {
 		return apierr.Invalid("action", "'action' must be deny, redact or flag")
 	}
-	if err := listParams(q, &f.Limit, bound{"since", &f.Since}, bound{"until", &f.Until}); err != nil {
+	if err := wire.ListParams(q, &f.Limit, wire.Bound{Name: "since", Dst: &f.Since}, wire.Bound{Name: "until", Dst: &f.Until}); err != nil {
 		return err
 	}
 	ds, more, err := s.Policies.ListDecisions(r.Context(), f)
@@ -296,7 +297,7 @@ func (s *Server) listDecisions(w http.ResponseWriter, r *http.Request) error {
 	if len(ds) > 0 {
 		out["first_id"], out["last_id"] = ds[0].ID, ds[len(ds)-1].ID
 	}
-	return writeJSON(w, http.StatusOK, out)
+	return wire.JSON(w, http.StatusOK, out)
 }
 
 func (s *Server) getDecision(w http.ResponseWriter, r *http.Request) error {
@@ -308,5 +309,5 @@ func (s *Server) getDecision(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, d)
+	return wire.JSON(w, http.StatusOK, d)
 }

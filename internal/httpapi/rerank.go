@@ -9,6 +9,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/generate"
+	"github.com/sovereign-ai/sovereign/internal/httpapi/wire"
 	"github.com/sovereign-ai/sovereign/internal/openai"
 )
 
@@ -45,7 +46,7 @@ func (s *Server) rerank(w http.ResponseWriter, r *http.Request) error {
 			out[i].Document = &rerankDocument{Text: docs[out[i].Index]}
 		}
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{
+	return wire.JSON(w, http.StatusOK, map[string]any{
 		"object": "list", "model": m.ID, "results": out,
 		"usage": map[string]int{"prompt_tokens": promptTokens, "total_tokens": promptTokens},
 	})
@@ -80,7 +81,7 @@ func (s *Server) rerankV2(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{
+	return wire.JSON(w, http.StatusOK, map[string]any{
 		"id":      openai.NewID(""),
 		"results": out,
 		"meta": map[string]any{

@@ -15,6 +15,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/generate"
+	"github.com/sovereign-ai/sovereign/internal/httpapi/wire"
 	"github.com/sovereign-ai/sovereign/internal/inference"
 	"github.com/sovereign-ai/sovereign/internal/openai"
 	"github.com/sovereign-ai/sovereign/internal/responses"
@@ -53,21 +54,21 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return err
 		}
-		return writeJSON(w, http.StatusOK, resp)
+		return wire.JSON(w, http.StatusOK, resp)
 	}
 	b, st, gen := t.b, t.gen.Streams[0], t.gen
 	first, err := st.Recv()
 	if err != nil {
 		return err
 	}
-	out := startSSE(w)
+	out := wire.StartSSE(w)
 	send := func(evs []openai.ResponseEvent) error {
 		for _, e := range evs {
 			data, err := json.Marshal(e.Data)
 			if err != nil {
 				return err
 			}
-			if err := out.raw(e.Type, data); err != nil {
+			if err := out.Raw(e.Type, data); err != nil {
 				return err
 			}
 		}
@@ -82,7 +83,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 			// deny ends the stream with its error in place of the
 			// completion.
 			if err := gen.End(); err != nil {
-				return out.fail(err)
+				return out.Fail(err)
 			}
 		}
 		evs, err := t.add(ctx, ev)
@@ -265,7 +266,7 @@ func (s *Server) deleteResponse(w http.ResponseWriter, r *http.Request) error {
 	if err := s.kept().Delete(r.Context(), caller(r), id); err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "response", "deleted": true})
+	return wire.JSON(w, http.StatusOK, map[string]any{"id": id, "object": "response", "deleted": true})
 }
 
 // listInputItems lists a response's input items as OpenAI does: newest
@@ -328,5 +329,5 @@ func (s *Server) listInputItems(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		out["data"] = []any{}
 	}
-	return writeJSON(w, http.StatusOK, out)
+	return wire.JSON(w, http.StatusOK, out)
 }

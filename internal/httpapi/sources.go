@@ -13,6 +13,7 @@ import (
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
+	"github.com/sovereign-ai/sovereign/internal/httpapi/wire"
 	"github.com/sovereign-ai/sovereign/internal/openai"
 	"github.com/sovereign-ai/sovereign/internal/sources"
 )
@@ -152,7 +153,7 @@ func (s *Server) createCollection(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, collectionObject(c))
+	return wire.JSON(w, http.StatusCreated, collectionObject(c))
 }
 
 func (s *Server) listCollections(w http.ResponseWriter, r *http.Request) error {
@@ -167,7 +168,7 @@ func (s *Server) listCollections(w http.ResponseWriter, r *http.Request) error {
 	for i, c := range list {
 		data[i] = collectionObject(c)
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+	return wire.JSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }
 
 func (s *Server) getCollection(w http.ResponseWriter, r *http.Request) error {
@@ -175,7 +176,7 @@ func (s *Server) getCollection(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, collectionObject(c))
+	return wire.JSON(w, http.StatusOK, collectionObject(c))
 }
 
 func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request) error {
@@ -186,7 +187,7 @@ func (s *Server) deleteCollection(w http.ResponseWriter, r *http.Request) error 
 	if err := s.Sources.DeleteCollection(r.Context(), c.ID); err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"id": c.ID, "object": "collection", "deleted": true})
+	return wire.JSON(w, http.StatusOK, map[string]any{"id": c.ID, "object": "collection", "deleted": true})
 }
 
 type createDocumentRequest struct {
@@ -227,7 +228,7 @@ func (s *Server) createDocument(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusAccepted, documentObject(out))
+	return wire.JSON(w, http.StatusAccepted, documentObject(out))
 }
 
 func (s *Server) uploadedDocument(r *http.Request) (sources.Document, error) {
@@ -317,7 +318,7 @@ func (s *Server) listDocuments(w http.ResponseWriter, r *http.Request) error {
 	for i, d := range list {
 		data[i] = documentObject(d)
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+	return wire.JSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }
 
 func (s *Server) getDocument(w http.ResponseWriter, r *http.Request) error {
@@ -325,7 +326,7 @@ func (s *Server) getDocument(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, documentObject(d))
+	return wire.JSON(w, http.StatusOK, documentObject(d))
 }
 
 func (s *Server) deleteDocument(w http.ResponseWriter, r *http.Request) error {
@@ -336,7 +337,7 @@ func (s *Server) deleteDocument(w http.ResponseWriter, r *http.Request) error {
 	if err := s.Sources.DeleteDocument(r.Context(), d); err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"id": d.ID, "object": "document", "deleted": true})
+	return wire.JSON(w, http.StatusOK, map[string]any{"id": d.ID, "object": "document", "deleted": true})
 }
 
 type searchRequest struct {
@@ -417,7 +418,7 @@ func (s *Server) searchCollection(w http.ResponseWriter, r *http.Request) error 
 	for i, h := range hits {
 		data[i] = h.Result()
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data, "search_ms": float64(time.Since(start).Microseconds()) / 1000})
+	return wire.JSON(w, http.StatusOK, map[string]any{"object": "list", "data": data, "search_ms": float64(time.Since(start).Microseconds()) / 1000})
 }
 
 // scope for the sources routes: a key with inference can use its team's

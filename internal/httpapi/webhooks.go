@@ -6,6 +6,7 @@ import (
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
+	"github.com/sovereign-ai/sovereign/internal/httpapi/wire"
 	"github.com/sovereign-ai/sovereign/internal/webhook"
 )
 
@@ -104,7 +105,7 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req createWebhookRequest
-	if err := decodeStrict(r.Body, &req); err != nil {
+	if err := wire.DecodeStrict(r.Body, &req); err != nil {
 		return err
 	}
 	wh, err := s.Webhooks.Create(r.Context(), webhook.CreateParams{TeamID: teamOf(r), URL: req.URL, Events: req.Events,
@@ -114,7 +115,7 @@ func (s *Server) createWebhook(w http.ResponseWriter, r *http.Request) error {
 	}
 	v := webhook.ViewOf(wh)
 	v.Secret = wh.Secret
-	return writeJSON(w, http.StatusCreated, v)
+	return wire.JSON(w, http.StatusCreated, v)
 }
 
 func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
@@ -122,7 +123,7 @@ func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	limit := 20
-	if err := listParams(r.URL.Query(), &limit); err != nil {
+	if err := wire.ListParams(r.URL.Query(), &limit); err != nil {
 		return err
 	}
 	ws, more, err := s.Webhooks.ListWebhooks(r.Context(), caller(r), r.URL.Query().Get("after"), limit)
@@ -133,7 +134,7 @@ func (s *Server) listWebhooks(w http.ResponseWriter, r *http.Request) error {
 	for i, wh := range ws {
 		data[i] = webhook.ViewOf(wh)
 	}
-	return writeJSON(w, http.StatusOK, listPage(data, more, func(v webhook.View) string { return v.ID }))
+	return wire.JSON(w, http.StatusOK, wire.ListPage(data, more, func(v webhook.View) string { return v.ID }))
 }
 
 func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request) error {
@@ -141,7 +142,7 @@ func (s *Server) getWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, webhook.ViewOf(wh))
+	return wire.JSON(w, http.StatusOK, webhook.ViewOf(wh))
 }
 
 type updateWebhookRequest struct {
@@ -156,7 +157,7 @@ func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req updateWebhookRequest
-	if err := decodeStrict(r.Body, &req); err != nil {
+	if err := wire.DecodeStrict(r.Body, &req); err != nil {
 		return err
 	}
 	wh, err := s.Webhooks.Update(r.Context(), caller(r), r.PathValue("id"), webhook.UpdateParams{URL: req.URL, Events: req.Events, Description: req.Description,
@@ -164,7 +165,7 @@ func (s *Server) updateWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, webhook.ViewOf(wh))
+	return wire.JSON(w, http.StatusOK, webhook.ViewOf(wh))
 }
 
 func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
@@ -175,7 +176,7 @@ func (s *Server) deleteWebhook(w http.ResponseWriter, r *http.Request) error {
 	if err := s.Webhooks.Delete(r.Context(), caller(r), id); err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "webhook", "deleted": true})
+	return wire.JSON(w, http.StatusOK, map[string]any{"id": id, "object": "webhook", "deleted": true})
 }
 
 type rotateSecretRequest struct {
@@ -188,7 +189,7 @@ func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) err
 	}
 	var req rotateSecretRequest
 	if r.ContentLength != 0 {
-		if err := decodeStrict(r.Body, &req); err != nil {
+		if err := wire.DecodeStrict(r.Body, &req); err != nil {
 			return err
 		}
 	}
@@ -205,7 +206,7 @@ func (s *Server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) err
 	}
 	v := webhook.ViewOf(wh)
 	v.Secret = wh.Secret
-	return writeJSON(w, http.StatusOK, v)
+	return wire.JSON(w, http.StatusOK, v)
 }
 
 func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) error {
@@ -214,7 +215,7 @@ func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) e
 	}
 	q := r.URL.Query()
 	limit := 20
-	if err := listParams(q, &limit); err != nil {
+	if err := wire.ListParams(q, &limit); err != nil {
 		return err
 	}
 	ds, more, err := s.Webhooks.ListDeliveries(r.Context(), caller(r), webhook.DeliveryFilter{WebhookID: r.PathValue("id"), Status: q.Get("status"), After: q.Get("after"), Limit: limit})
@@ -225,7 +226,7 @@ func (s *Server) listWebhookDeliveries(w http.ResponseWriter, r *http.Request) e
 	for i, d := range ds {
 		data[i] = deliveryJSON(d)
 	}
-	return writeJSON(w, http.StatusOK, listPage(data, more, func(v DeliveryJSON) string { return v.ID }))
+	return wire.JSON(w, http.StatusOK, wire.ListPage(data, more, func(v DeliveryJSON) string { return v.ID }))
 }
 
 func (s *Server) getWebhookDelivery(w http.ResponseWriter, r *http.Request) error {
@@ -242,7 +243,7 @@ func (s *Server) getWebhookDelivery(w http.ResponseWriter, r *http.Request) erro
 		list[i] = attemptJSON(a)
 	}
 	out.Attempts = &list
-	return writeJSON(w, http.StatusOK, out)
+	return wire.JSON(w, http.StatusOK, out)
 }
 
 func (s *Server) redeliverWebhook(w http.ResponseWriter, r *http.Request) error {
@@ -253,5 +254,5 @@ func (s *Server) redeliverWebhook(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusAccepted, deliveryJSON(nd))
+	return wire.JSON(w, http.StatusAccepted, deliveryJSON(nd))
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/events"
+	"github.com/sovereign-ai/sovereign/internal/httpapi/wire"
 	"github.com/sovereign-ai/sovereign/internal/workflow"
 )
 
@@ -163,7 +164,7 @@ func (s *Server) createWorkflow(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var req workflowRequest
-	if err := decodeStrict(r.Body, &req); err != nil {
+	if err := wire.DecodeStrict(r.Body, &req); err != nil {
 		return err
 	}
 	if err := req.check(); err != nil {
@@ -173,7 +174,7 @@ func (s *Server) createWorkflow(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return prefixed(err, "definition.")
 	}
-	return writeJSON(w, http.StatusCreated, workflowJSON(d))
+	return wire.JSON(w, http.StatusCreated, workflowJSON(d))
 }
 
 // prefixed puts a definition's field path under the request's member.
@@ -189,7 +190,7 @@ func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	limit := 20
-	if err := listParams(r.URL.Query(), &limit); err != nil {
+	if err := wire.ListParams(r.URL.Query(), &limit); err != nil {
 		return err
 	}
 	ds, more, err := s.Workflows.ListWorkflows(r.Context(), caller(r), r.URL.Query().Get("after"), limit)
@@ -200,7 +201,7 @@ func (s *Server) listWorkflows(w http.ResponseWriter, r *http.Request) error {
 	for i, d := range ds {
 		data[i] = workflowJSON(d)
 	}
-	return writeJSON(w, http.StatusOK, listPage(data, more, func(v WorkflowJSON) string { return v.ID }))
+	return wire.JSON(w, http.StatusOK, wire.ListPage(data, more, func(v WorkflowJSON) string { return v.ID }))
 }
 
 func (s *Server) getWorkflow(w http.ResponseWriter, r *http.Request) error {
@@ -208,7 +209,7 @@ func (s *Server) getWorkflow(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, workflowJSON(d))
+	return wire.JSON(w, http.StatusOK, workflowJSON(d))
 }
 
 func (s *Server) updateWorkflow(w http.ResponseWriter, r *http.Request) error {
@@ -217,7 +218,7 @@ func (s *Server) updateWorkflow(w http.ResponseWriter, r *http.Request) error {
 	}
 	id := r.PathValue("id")
 	var req workflowRequest
-	if err := decodeStrict(r.Body, &req); err != nil {
+	if err := wire.DecodeStrict(r.Body, &req); err != nil {
 		return err
 	}
 	if err := req.check(); err != nil {
@@ -227,7 +228,7 @@ func (s *Server) updateWorkflow(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return prefixed(err, "definition.")
 	}
-	return writeJSON(w, http.StatusOK, workflowJSON(d))
+	return wire.JSON(w, http.StatusOK, workflowJSON(d))
 }
 
 func (s *Server) deleteWorkflow(w http.ResponseWriter, r *http.Request) error {
@@ -238,7 +239,7 @@ func (s *Server) deleteWorkflow(w http.ResponseWriter, r *http.Request) error {
 	if err := s.Workflows.DeleteWorkflow(r.Context(), caller(r), id); err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, map[string]any{"id": id, "object": "workflow.deleted", "deleted": true})
+	return wire.JSON(w, http.StatusOK, map[string]any{"id": id, "object": "workflow.deleted", "deleted": true})
 }
 
 func (s *Server) startRun(w http.ResponseWriter, r *http.Request) error {
@@ -248,14 +249,14 @@ func (s *Server) startRun(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
 		Input json.RawMessage `json:"input"`
 	}
-	if err := decodeStrict(r.Body, &req); err != nil {
+	if err := wire.DecodeStrict(r.Body, &req); err != nil {
 		return err
 	}
 	run, err := s.Workflows.Start(r.Context(), caller(r), r.PathValue("id"), req.Input)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, runJSON(run))
+	return wire.JSON(w, http.StatusCreated, runJSON(run))
 }
 
 // run returns the caller's team's run named by the path.
@@ -274,7 +275,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := r.URL.Query()
 	f := workflow.RunFilter{TeamID: teamOf(r), WorkflowID: q.Get("workflow_id"), Status: q.Get("status"), After: q.Get("after"), Limit: 20}
-	if err := listParams(q, &f.Limit); err != nil {
+	if err := wire.ListParams(q, &f.Limit); err != nil {
 		return err
 	}
 	if f.Status != "" && !contains(runStates, f.Status) {
@@ -289,7 +290,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request) error {
 		data[i] = runJSON(run)
 		data[i].Steps = nil // the list shows runs; GET /v1/workflow_runs/{id} their steps
 	}
-	return writeJSON(w, http.StatusOK, listPage(data, more, func(v RunJSON) string { return v.ID }))
+	return wire.JSON(w, http.StatusOK, wire.ListPage(data, more, func(v RunJSON) string { return v.ID }))
 }
 
 func contains(list []string, v string) bool {
@@ -306,7 +307,7 @@ func (s *Server) getRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, runJSON(run))
+	return wire.JSON(w, http.StatusOK, runJSON(run))
 }
 
 func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
@@ -317,7 +318,7 @@ func (s *Server) cancelRun(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, runJSON(run))
+	return wire.JSON(w, http.StatusOK, runJSON(run))
 }
 
 // runEvents serves GET /v1/workflow_runs/{id}/events: every event of the
@@ -374,7 +375,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) error {
 	}
 	q := r.URL.Query()
 	limit := 20
-	if err := listParams(q, &limit); err != nil {
+	if err := wire.ListParams(q, &limit); err != nil {
 		return err
 	}
 	status := q.Get("status")
@@ -389,7 +390,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) error {
 	for i, a := range as {
 		data[i] = approvalJSON(a)
 	}
-	return writeJSON(w, http.StatusOK, listPage(data, more, func(v ApprovalJSON) string { return v.ID }))
+	return wire.JSON(w, http.StatusOK, wire.ListPage(data, more, func(v ApprovalJSON) string { return v.ID }))
 }
 
 func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) error {
@@ -397,7 +398,7 @@ func (s *Server) getApproval(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, approvalJSON(a))
+	return wire.JSON(w, http.StatusOK, approvalJSON(a))
 }
 
 func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) error {
@@ -408,7 +409,7 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) error {
 		Decision string `json:"decision"`
 		Comment  string `json:"comment"`
 	}
-	if err := decodeStrict(r.Body, &req); err != nil {
+	if err := wire.DecodeStrict(r.Body, &req); err != nil {
 		return err
 	}
 	if req.Decision != "approve" && req.Decision != "reject" {
@@ -418,5 +419,5 @@ func (s *Server) decideApproval(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, approvalJSON(a))
+	return wire.JSON(w, http.StatusOK, approvalJSON(a))
 }
