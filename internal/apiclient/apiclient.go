@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 )
 
 // Client calls a Sovereign server's API.
@@ -98,13 +100,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) ([]
 }
 
 func (c *Client) errorOf(status int, body []byte) error {
-	var env struct {
-		Error struct {
-			Message string  `json:"message"`
-			Code    string  `json:"code"`
-			Param   *string `json:"param"`
-		} `json:"error"`
-	}
+	var env apierr.Envelope
 	e := &Error{Status: status}
 	if json.Unmarshal(body, &env) == nil && env.Error.Message != "" {
 		e.Code, e.Message = env.Error.Code, env.Error.Message

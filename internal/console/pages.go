@@ -346,15 +346,11 @@ type compareResult struct {
 		Content      string `json:"content"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"output"`
-	Usage           map[string]any `json:"usage"`
-	LatencyMs       float64        `json:"latency_ms"`
-	TTFTMs          *float64       `json:"ttft_ms"`
-	TokensPerSecond *float64       `json:"tokens_per_second"`
-	Error           *struct {
-		Error struct {
-			Message string `json:"message"`
-		} `json:"error"`
-	} `json:"error"`
+	Usage           map[string]any   `json:"usage"`
+	LatencyMs       float64          `json:"latency_ms"`
+	TTFTMs          *float64         `json:"ttft_ms"`
+	TokensPerSecond *float64         `json:"tokens_per_second"`
+	Error           *apierr.Envelope `json:"error"`
 }
 
 type compareData struct {
