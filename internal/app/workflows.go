@@ -118,22 +118,14 @@ func (c stepCalls) AnswerWithSources(ctx context.Context, keyID, user, model, qu
 }
 
 func (c stepCalls) answer(ctx context.Context, call *generate.Call, model, question string, collections []string, maxTokens int) (workflow.Cited, error) {
-	m, err := c.gen.Resolve(ctx, call, model, "chat")
-	if err != nil {
-		return workflow.Cited{}, err
-	}
 	// As POST /v1/completions reads the same request: OpenAI's default
 	// temperature, the model's output limit unless the step sets one.
 	req := inference.CompletionRequest{Messages: []inference.Message{{Role: "user", Content: question}}, MaxTokens: maxTokens}
 	req.Temperature = 1
-	if err := generate.Fit(m, &req); err != nil {
-		return workflow.Cited{}, err
-	}
-	redact, _, err := c.gen.Admit(ctx, call, m, generate.Gate{Text: generate.MessagesText(req.Messages), MaxTokens: req.MaxTokens, Output: true})
+	m, req, err := c.gen.AdmitChat(ctx, call, model, req)
 	if err != nil {
 		return workflow.Cited{}, err
 	}
-	req.Messages = generate.RedactMessages(req.Messages, redact)
 	key, _ := call.Key()
 	ans, err := c.answers.Prepare(ctx, answers.Request{TeamID: key.TeamID, KeyID: key.ID, Chat: req, Cite: true, Family: m.Family,
 		Grounded: true, Param: "sources", Collections: collections, Search: sources.SearchOptions{TopK: answers.DefaultTopK}})

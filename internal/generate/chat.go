@@ -91,18 +91,10 @@ type Answer struct {
 // — with no HTTP in between, and returns the answer whole. The caller
 // ends the call with Finish.
 func (s *Service) Chat(ctx context.Context, c *Call, model string, req inference.CompletionRequest) (Answer, error) {
-	m, err := s.Resolve(ctx, c, model, "chat")
+	m, req, err := s.AdmitChat(ctx, c, model, req)
 	if err != nil {
 		return Answer{}, err
 	}
-	if err := Fit(m, &req); err != nil {
-		return Answer{}, err
-	}
-	redact, _, err := s.Admit(ctx, c, m, Gate{Text: MessagesText(req.Messages), MaxTokens: req.MaxTokens, Output: true})
-	if err != nil {
-		return Answer{}, err
-	}
-	req.Messages = RedactMessages(req.Messages, redact)
 	req.Model, req.Stream = m.ID, false
 	sts, err := s.Start(ctx, c, m, req, 1)
 	if err != nil {
@@ -111,6 +103,27 @@ func (s *Service) Chat(ctx context.Context, c *Call, model string, req inference
 	g := s.Output(c, sts)
 	defer g.Close()
 	return Whole(g, m.ID)
+}
+
+// AdmitChat readies a typed caller's chat request for the model named
+// model: it resolves the model (capability chat), fits the request to it,
+// admits it (input policies, limits, the output's reservation) and applies
+// an input policy's redaction to its messages. Chat, and the workflow
+// steps that answer with sources, start from it.
+func (s *Service) AdmitChat(ctx context.Context, c *Call, model string, req inference.CompletionRequest) (catalog.Resolved, inference.CompletionRequest, error) {
+	m, err := s.Resolve(ctx, c, model, "chat")
+	if err != nil {
+		return m, req, err
+	}
+	if err := Fit(m, &req); err != nil {
+		return m, req, err
+	}
+	redact, _, err := s.Admit(ctx, c, m, Gate{Text: MessagesText(req.Messages), MaxTokens: req.MaxTokens, Output: true})
+	if err != nil {
+		return m, req, err
+	}
+	req.Messages = RedactMessages(req.Messages, redact)
+	return m, req, nil
 }
 
 // Whole reads a generation's first stream to its end and returns the

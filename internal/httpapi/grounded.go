@@ -33,15 +33,9 @@ func (s *Server) groundedCompletion(w http.ResponseWriter, r *http.Request, req 
 		return err
 	}
 	cite := req.Citations.Cite()
-	ans, err := s.prepareAnswer(r.Context(), w.Header(), m, native, req.Citations, req.Sources)
-	if err != nil {
-		return err
-	}
-	native = ans.Chat
-	native.Model, native.Stream = m.ID, req.Stream
 	ctx, cancel := withTimeout(r)
 	defer cancel()
-	gen, err := s.Gen.Answer(ctx, info(ctx), m, ans, native)
+	ans, gen, err := s.startAnswer(ctx, w.Header(), m, native, req.Citations, req.Sources, req.Stream)
 	if err != nil {
 		return err
 	}
@@ -124,6 +118,21 @@ func groundedNative(m catalog.Resolved, req *openai.CompletionRequest) (inferenc
 		return native, err
 	}
 	return native, generate.Fit(m, &native)
+}
+
+// startAnswer prepares the sources of an answer to the native request
+// (prepareAnswer; h takes a rerank model's deprecation headers, nil: none
+// wanted) and starts its generation on the model m, streamed or not, as
+// the context's call. The caller closes the generation.
+func (s *Ops) startAnswer(ctx context.Context, h http.Header, m catalog.Resolved, native inference.CompletionRequest, c *openai.CitationsParam, p *openai.SourcesParam, stream bool) (*answers.Answer, *generate.Generation, error) {
+	ans, err := s.prepareAnswer(ctx, h, m, native, c, p)
+	if err != nil {
+		return nil, nil, err
+	}
+	native = ans.Chat
+	native.Model, native.Stream = m.ID, stream
+	gen, err := s.Gen.Answer(ctx, info(ctx), m, ans, native)
+	return ans, gen, err
 }
 
 // groundedWhole reads a grounded answer's generation whole and renders it

@@ -367,21 +367,17 @@ func (s *Ops) responseLine(ctx context.Context, call *generate.Call, m catalog.R
 	if err := notStreamed(req.Stream); err != nil {
 		return batch.Answer{}, err
 	}
-	gate := func() (generate.Gate, error) {
-		items, err := req.Items()
-		if err != nil {
-			return generate.Gate{}, err
-		}
-		native, err := req.Native(nil, items)
-		if err != nil {
-			return generate.Gate{}, err
-		}
-		return generate.Gate{Text: generate.MessagesText(native.Messages), MaxTokens: native.MaxTokens, Output: true}, nil
-	}
-	g, err := gate()
+	// Admitted on the line's own input, as over HTTP (a previous
+	// response's conversation is not the request's text).
+	items, err := req.Items()
 	if err != nil {
 		return batch.Answer{}, err
 	}
+	native, err := req.Native(nil, items)
+	if err != nil {
+		return batch.Answer{}, err
+	}
+	g := generate.Gate{Text: generate.MessagesText(native.Messages), MaxTokens: native.MaxTokens, Output: true}
 	if _, err := s.admitLine(ctx, call, m, g, body, &req); err != nil {
 		return batch.Answer{}, err
 	}
@@ -415,13 +411,7 @@ func (s *Ops) groundedLine(ctx context.Context, call *generate.Call, m catalog.R
 			return batch.Answer{}, err
 		}
 	}
-	ans, err := s.prepareAnswer(ctx, nil, m, native, req.Citations, req.Sources)
-	if err != nil {
-		return batch.Answer{}, err
-	}
-	native = ans.Chat
-	native.Model, native.Stream = m.ID, false
-	gen, err := s.Gen.Answer(ctx, call, m, ans, native)
+	ans, gen, err := s.startAnswer(ctx, nil, m, native, req.Citations, req.Sources, false)
 	if err != nil {
 		return batch.Answer{}, err
 	}
