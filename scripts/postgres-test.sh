@@ -5,6 +5,10 @@
 #                                            running there) and print, on stdout,
 #                                            export SOVEREIGN_TEST_POSTGRES_URL='postgres://…'
 #   scripts/postgres-test.sh stop [DIR]      stop that cluster and delete DIR
+#   scripts/postgres-test.sh pause [DIR]     stop the server (fast shutdown: open
+#                                            sessions are cut), keeping DIR; a
+#                                            later start brings it back on the
+#                                            same port (the fault tests' outage)
 #
 # DIR defaults to ${TMPDIR:-/tmp}/sovereign-pgtest. Usage from a shell:
 #   eval "$(scripts/postgres-test.sh)"; go test ./...; scripts/postgres-test.sh stop
@@ -20,8 +24,8 @@ set -euo pipefail
 
 cmd=start
 case "${1:-}" in
-start | stop) cmd=$1; shift ;;
--h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+start | stop | pause) cmd=$1; shift ;;
+-h | --help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 esac
 dir=${1:-${TMPDIR:-/tmp}/sovereign-pgtest}
 case "$dir" in /*) ;; *) dir=$PWD/$dir ;; esac
@@ -77,6 +81,14 @@ stop() {
 		"${as[@]}" "$bin/pg_ctl" -D "$dir/data" -m fast -w -t 30 stop >>"$dir/server.log" 2>&1 || { show "$dir/server.log"; die "pg_ctl stop failed"; }
 	fi
 	rm -rf "$dir" "$dir.lock"
+}
+
+pause() {
+	[ -e "$dir/$marker" ] || die "$dir was not made by this script; not touching it"
+	bin=$(pg_bin) || die "PostgreSQL not found"
+	if running; then
+		"${as[@]}" "$bin/pg_ctl" -D "$dir/data" -m fast -w -t 30 stop >>"$dir/server.log" 2>&1 || { show "$dir/server.log"; die "pg_ctl stop failed"; }
+	fi
 }
 
 start() {

@@ -5,6 +5,9 @@
 #                                         running there) and print, on stdout,
 #                                         export SOVEREIGN_TEST_REDIS_URL='redis://…'
 #   scripts/redis-test.sh stop [DIR]      stop that server and delete DIR
+#   scripts/redis-test.sh pause [DIR]     stop the server, keeping DIR; a later
+#                                         start brings it back on the same port
+#                                         (empty: it keeps nothing)
 #
 # DIR defaults to ${TMPDIR:-/tmp}/sovereign-redistest. redis-server comes from
 # the machine; when absent and we are root, it is installed from Debian's
@@ -16,8 +19,8 @@ set -euo pipefail
 
 cmd=start
 case "${1:-}" in
-start | stop) cmd=$1; shift ;;
--h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+start | stop | pause) cmd=$1; shift ;;
+-h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 esac
 dir=${1:-${TMPDIR:-/tmp}/sovereign-redistest}
 case "$dir" in /*) ;; *) dir=$PWD/$dir ;; esac
@@ -50,15 +53,24 @@ url() { echo "export SOVEREIGN_TEST_REDIS_URL='redis://127.0.0.1:$(cat "$dir/por
 
 running() { [ -s "$dir/pid" ] && kill -0 "$(cat "$dir/pid")" 2>/dev/null; }
 
-stop() {
-	[ -e "$dir" ] || return 0
-	[ -e "$dir/$marker" ] || die "$dir was not made by this script; not touching it"
+halt() {
 	if running; then
 		local pid
 		pid=$(cat "$dir/pid")
 		kill "$pid" 2>/dev/null || true
 		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 	fi
+}
+
+pause() {
+	[ -e "$dir/$marker" ] || die "$dir was not made by this script; not touching it"
+	halt
+}
+
+stop() {
+	[ -e "$dir" ] || return 0
+	[ -e "$dir/$marker" ] || die "$dir was not made by this script; not touching it"
+	halt
 	rm -rf "$dir" "$dir.lock"
 }
 
@@ -70,8 +82,10 @@ start() {
 	touch "$dir/$marker"
 	if running && [ -s "$dir/port" ]; then url; return; fi
 	local port tries=0
+	# A paused server comes back on its port, so its clients reconnect.
+	port=$(cat "$dir/port" 2>/dev/null || true)
 	while :; do
-		port=$((20000 + RANDOM % 40000))
+		[ -n "$port" ] || port=$((20000 + RANDOM % 40000))
 		if port_free "$port"; then
 			echo "$port" >"$dir/port"
 			redis-server --bind 127.0.0.1 --port "$port" --save '' --appendonly no --dir "$dir" \
@@ -83,6 +97,7 @@ start() {
 		fi
 		tries=$((tries + 1))
 		[ $tries -lt 5 ] || { show "$dir/server.log"; die "could not start redis-server"; }
+		port=
 	done
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -52,7 +53,19 @@ var stepRetry = durable.StepOptions{Retries: 8, Backoff: time.Second, MaxBackoff
 func (s *Service) Register(e *durable.Engine) error {
 	s.engine = e
 	durable.Register(e, Workflow, s.run)
+	e.Resumable(Workflow, s.open)
 	return e.Queue(Queue, QueueConcurrency)
+}
+
+// open reports whether the batch of the workflow id is still to finish:
+// the engine resumes such a workflow should a shutdown have cancelled it
+// (a user's cancel goes through the batch's status, never the engine).
+func (s *Service) open(ctx context.Context, workflowID string) (bool, error) {
+	b, err := s.store.GetBatch(ctx, strings.TrimPrefix(workflowID, "batch:"))
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil && !Final(b.Status), err
 }
 
 // SetRun gives a service built without Config.Run the function to run

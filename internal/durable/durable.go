@@ -75,6 +75,9 @@ type Engine struct {
 	launched bool
 	queues   map[string]dbos.Queue
 	starts   map[string]func(ctx context.Context, q dbos.Queue, id string, input any) error
+	// active tells, by workflow name, whether the object a workflow works
+	// on still wants it (Resumable).
+	active map[string]func(ctx context.Context, id string) (bool, error)
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -93,7 +96,8 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 	if cfg.DeadAfter <= 0 {
 		cfg.DeadAfter = 15 * time.Second
 	}
-	e := &Engine{cfg: cfg, log: log, queues: map[string]dbos.Queue{}, starts: map[string]func(context.Context, dbos.Queue, string, any) error{}}
+	e := &Engine{cfg: cfg, log: log, queues: map[string]dbos.Queue{}, starts: map[string]func(context.Context, dbos.Queue, string, any) error{},
+		active: map[string]func(context.Context, string) (bool, error){}}
 	dc := dbos.Config{
 		AppName:            "sovereign",
 		ApplicationVersion: Version,
@@ -131,7 +135,14 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		}
 		defer unlock()
 	}
-	dctx, err := dbos.NewContext(ctx, dc)
+	// The engine's life is Close's to end, not ctx's: DBOS treats the
+	// cancellation of the context it was built on as a user's cancel of
+	// every running workflow (they end CANCELLED, and nothing resumes
+	// CANCELLED work), while its own Shutdown leaves them PENDING for this
+	// server's next start or another server's takeover. serve's context is
+	// cancelled by SIGTERM, so building on it made every rolling restart
+	// strand the work in flight (issue 27).
+	dctx, err := dbos.NewContext(context.WithoutCancel(ctx), dc)
 	if err != nil {
 		return nil, fmt.Errorf("durable: %w", err)
 	}
@@ -160,8 +171,12 @@ func Register[P any](e *Engine, name string, fn func(Context, P) error) {
 			opts = append(opts, dbos.WithQueue(q))
 		}
 		// The id makes a start idempotent: starting a workflow id that
-		// exists returns it, whatever its state.
-		_, err := dbos.RunWorkflow(e.dctx.From(e.dctx, context.WithoutCancel(ctx)), wf, in, opts...)
+		// exists returns it, whatever its state. The workflow runs on the
+		// engine's own context, not the caller's (a request's, which ends
+		// before the work does): Close's shutdown then interrupts it like
+		// a queued one, leaving it PENDING, instead of letting it run on
+		// while the database closes under it.
+		_, err := dbos.RunWorkflow(e.dctx, wf, in, opts...)
 		return err
 	}
 }
@@ -194,13 +209,33 @@ func (e *Engine) Queue(name string, concurrency int) error {
 func (e *Engine) Launch(ctx context.Context) error {
 	loop, stop := context.WithCancel(context.WithoutCancel(ctx))
 	e.stop, e.done = stop, make(chan struct{})
+	var t *takeover
 	if e.postgres {
-		t, err := openTakeover(ctx, e)
-		if err != nil {
+		var err error
+		if t, err = openTakeover(ctx, e); err != nil {
 			stop()
 			close(e.done)
 			return err
 		}
+	}
+	if err := dbos.Launch(e.dctx); err != nil {
+		stop()
+		if t != nil {
+			t.db.Close()
+		}
+		close(e.done)
+		return fmt.Errorf("durable: %w", err)
+	}
+	e.mu.Lock()
+	e.launched = true
+	e.mu.Unlock()
+	n, err := e.repair(ctx, t)
+	if err != nil {
+		e.log.Warn("durable: resuming work an earlier shutdown cancelled", "err", err)
+	} else if n > 0 {
+		e.log.Info("durable: resumed work an earlier shutdown had cancelled", "workflows", n)
+	}
+	if t != nil {
 		go func() {
 			defer close(e.done)
 			t.run(loop)
@@ -208,13 +243,77 @@ func (e *Engine) Launch(ctx context.Context) error {
 	} else {
 		close(e.done)
 	}
-	if err := dbos.Launch(e.dctx); err != nil {
-		return fmt.Errorf("durable: %w", err)
-	}
-	e.mu.Lock()
-	e.launched = true
-	e.mu.Unlock()
 	return nil
+}
+
+// Resumable says how to tell whether the object a workflow of name works
+// on still wants the work: active(ctx, id) is given the workflow's id and
+// reports false once the object is gone, finished or cancelled by a user.
+// Launch's repair pass resumes a CANCELLED workflow of name only when
+// active says so (see repair).
+func (e *Engine) Resumable(name string, active func(ctx context.Context, id string) (bool, error)) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.active[name] = active
+}
+
+// repair resumes the workflows that a shutdown, not a user, cancelled.
+// Versions before issue 27 built DBOS on serve's signal context, so a
+// SIGTERM cancelled every running workflow as if a user had: those
+// workflows sit CANCELLED while their document still says processing,
+// their batch in_progress, their run running. A workflow is CANCELLED by
+// a user only through Cancel, and every caller of Cancel (workflow runs)
+// marks its object cancelled first; so a CANCELLED workflow whose object
+// is still active was cut by a shutdown, and resumes after its last
+// finished step. The pass runs at every Launch: once the stranded work is
+// back, it finds nothing (a shutdown no longer cancels). On PostgreSQL it
+// holds the takeover lock, so two servers starting together do not resume
+// the same workflow twice.
+func (e *Engine) repair(ctx context.Context, t *takeover) (int, error) {
+	e.mu.Lock()
+	names := make([]string, 0, len(e.active))
+	for n := range e.active {
+		names = append(names, n)
+	}
+	e.mu.Unlock()
+	if len(names) == 0 {
+		return 0, nil
+	}
+	if t != nil {
+		tx, err := t.db.BeginTx(ctx, nil)
+		if err != nil {
+			return 0, err
+		}
+		defer tx.Rollback()
+		if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, takeoverLock); err != nil {
+			return 0, err
+		}
+	}
+	ws, err := dbos.ListWorkflows(e.dctx, dbos.WithFilterStatus(dbos.WorkflowStatusCancelled), dbos.WithFilterName(names...),
+		dbos.WithFilterAppVersion(Version), dbos.WithFilterLoadInput(false), dbos.WithFilterLoadOutput(false))
+	if err != nil {
+		return 0, err
+	}
+	var ids []string
+	for _, w := range ws {
+		e.mu.Lock()
+		active := e.active[w.Name]
+		e.mu.Unlock()
+		ok, err := active(ctx, w.ID)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", w.ID, err)
+		}
+		if ok {
+			ids = append(ids, w.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	if _, err := dbos.ResumeWorkflows[any](e.dctx, ids); err != nil {
+		return 0, err
+	}
+	return len(ids), nil
 }
 
 // Start starts the workflow name with input under id, on queue (""
@@ -279,15 +378,20 @@ func Step[R any](ctx Context, name string, fn func(context.Context) (R, error), 
 	return dbos.RunAsStep(ctx, func(c context.Context) (R, error) { return fn(c) }, opts...)
 }
 
-// Close stops the heartbeat and DBOS, waiting up to timeout for running
-// steps to end (unfinished workflows resume at the next start).
+// Close stops DBOS, waiting up to timeout for running steps to end, then
+// the heartbeat. Unfinished workflows stay PENDING: they resume at this
+// server's next start or, on PostgreSQL, on another server, which takes
+// them over at its next pass because the last heartbeat says this server
+// stopped. DBOS's shutdown does not mark them CANCELLED (only a user's
+// Cancel does), and the heartbeat stops last so no other server resumes a
+// workflow while its steps are still ending here.
 func (e *Engine) Close(timeout time.Duration) {
+	if err := dbos.Shutdown(e.dctx, timeout); err != nil {
+		e.log.Warn("durable: shutdown", "err", err)
+	}
 	if e.stop != nil {
 		e.stop()
 		<-e.done
-	}
-	if err := dbos.Shutdown(e.dctx, timeout); err != nil {
-		e.log.Warn("durable: shutdown", "err", err)
 	}
 }
 

@@ -1,10 +1,12 @@
 package durable_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -35,6 +37,13 @@ func TestMain(m *testing.M) {
 // server in the middle of it.
 func child() error {
 	ctx := context.Background()
+	if os.Getenv("DURABLE_TEST_SIGTERM") == "1" {
+		// As `sovereign serve` does: the engine is built on the context
+		// SIGTERM cancels, and a SIGTERM ends the server cleanly.
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, syscall.SIGTERM)
+		defer stop()
+	}
 	side := os.Getenv("DURABLE_TEST_SIDE")
 	note := func(s string) error {
 		f, err := os.OpenFile(side, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
@@ -63,6 +72,7 @@ func child() error {
 			}
 			if block {
 				<-c.Done()
+				note("step2 interrupted " + exe)
 				return "", c.Err()
 			}
 			return a + "-2", nil
@@ -75,6 +85,11 @@ func child() error {
 	})
 	// A second workflow of the same input type registers beside it.
 	durable.Register(e, "test.other", func(ctx durable.Context, in string) error { return nil })
+	if a := os.Getenv("DURABLE_TEST_ACTIVE"); a != "" {
+		// Whether the object the workflow works on still wants it: "1"
+		// for yes (a shutdown cut it), "0" for no (a user cancelled it).
+		e.Resumable("test.three", func(context.Context, string) (bool, error) { return a == "1", nil })
+	}
 	if err := e.Queue("test", 2); err != nil {
 		return err
 	}
@@ -88,17 +103,31 @@ func child() error {
 		if err := e.Start(ctx, os.Getenv("DURABLE_TEST_QUEUE"), "test.three", id, "in"); err != nil {
 			return err
 		}
+		if os.Getenv("DURABLE_TEST_CANCEL") == "1" {
+			// What versions before issue 27 did to running work at
+			// SIGTERM: a cancel, as if a user had asked for it.
+			for b, _ := os.ReadFile(side); !strings.Contains(string(b), "step2 started"); b, _ = os.ReadFile(side) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			if err := e.Cancel(ctx, id); err != nil {
+				return err
+			}
+		}
 	}
 	id := os.Getenv("DURABLE_TEST_WAIT")
+	want := cmp.Or(os.Getenv("DURABLE_TEST_EXPECT"), "SUCCESS")
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if ctx.Err() != nil {
+			return note("stopped " + exe)
+		}
 		st, err := e.Status(ctx, id)
 		if err != nil {
 			return err
 		}
-		switch st {
-		case "SUCCESS":
-			return note("done " + exe)
-		case "ERROR", "CANCELLED":
+		switch {
+		case st == want:
+			return note("done " + exe + " " + st)
+		case st == "SUCCESS", st == "ERROR", st == "CANCELLED":
 			return fmt.Errorf("workflow %s ended %s", id, st)
 		}
 	}
@@ -214,5 +243,79 @@ func TestTakeoverOnPostgres(t *testing.T) {
 	if n := count(t, side, "step3 b in-1-2"); n != 1 {
 		s, _ := os.ReadFile(side)
 		t.Errorf("step 3 did not run once on b with the first steps' results:\n%s", s)
+	}
+}
+
+// TestSIGTERMLeavesWorkPending: a server stopped by SIGTERM in the middle
+// of a workflow's step — its engine built on the context SIGTERM cancels,
+// as serve's is — leaves the workflow PENDING, not CANCELLED, and the next
+// start finishes it without running the first step again.
+func TestSIGTERMLeavesWorkPending(t *testing.T) {
+	dir := t.TempDir()
+	side := filepath.Join(dir, "side")
+	env := []string{"DURABLE_TEST_DB=" + filepath.Join(dir, "sovereign.db"), "DURABLE_TEST_SIDE=" + side, "DURABLE_TEST_WAIT=wf-t"}
+	first := startServer(t, append(env, "DURABLE_TEST_SIGTERM=1", "DURABLE_TEST_BLOCK=1", "DURABLE_TEST_START=wf-t")...)
+	waitFor(t, side, "step2 started")
+	first.cmd.Process.Signal(syscall.SIGTERM)
+	first.wait(t, 20*time.Second)
+	waitFor(t, side, "stopped")
+
+	startServer(t, env...).wait(t, 60*time.Second)
+	if b, _ := os.ReadFile(side); testing.Verbose() {
+		t.Logf("side effects:\n%s", b)
+	}
+	if n := count(t, side, "step1"); n != 1 {
+		t.Errorf("step 1 ran %d times, want 1", n)
+	}
+	if n := count(t, side, "step3  in-1-2"); n != 1 {
+		b, _ := os.ReadFile(side)
+		t.Errorf("step 3 ran %d times with the first steps' results, want 1:\n%s", n, b)
+	}
+}
+
+// TestSIGTERMHandsOverOnPostgres: of two servers on one PostgreSQL, the
+// one running a workflow is stopped by SIGTERM; the other finishes it.
+func TestSIGTERMHandsOverOnPostgres(t *testing.T) {
+	url := storetest.PostgresURL(t)
+	dir := t.TempDir()
+	side := filepath.Join(dir, "side")
+	env := []string{"DURABLE_TEST_DB=" + url, "DURABLE_TEST_SIDE=" + side, "DURABLE_TEST_WAIT=wf-h"}
+	b := startServer(t, append(env, "DURABLE_TEST_EXECUTOR=b")...)
+	a := startServer(t, append(env, "DURABLE_TEST_EXECUTOR=a", "DURABLE_TEST_SIGTERM=1", "DURABLE_TEST_BLOCK=1", "DURABLE_TEST_START=wf-h")...)
+	waitFor(t, side, "step2 started a")
+	a.cmd.Process.Signal(syscall.SIGTERM)
+	a.wait(t, 20*time.Second)
+	b.wait(t, 60*time.Second)
+	if n := count(t, side, "step3 b in-1-2"); n != 1 {
+		s, _ := os.ReadFile(side)
+		t.Errorf("step 3 did not run once on b with the first steps' results:\n%s", s)
+	}
+}
+
+// TestRepairResumesWorkAShutdownCancelled: work an earlier version's
+// shutdown left CANCELLED resumes at the next start when its object is
+// still active, and stays cancelled when it is not (a user's cancel).
+func TestRepairResumesWorkAShutdownCancelled(t *testing.T) {
+	for _, c := range []struct {
+		active, want string
+	}{{"1", "SUCCESS"}, {"0", "CANCELLED"}} {
+		t.Run("active="+c.active, func(t *testing.T) {
+			dir := t.TempDir()
+			side := filepath.Join(dir, "side")
+			env := []string{"DURABLE_TEST_DB=" + filepath.Join(dir, "sovereign.db"), "DURABLE_TEST_SIDE=" + side, "DURABLE_TEST_WAIT=wf-r"}
+			startServer(t, append(env, "DURABLE_TEST_BLOCK=1", "DURABLE_TEST_START=wf-r", "DURABLE_TEST_CANCEL=1", "DURABLE_TEST_EXPECT=CANCELLED")...).wait(t, 30*time.Second)
+
+			startServer(t, append(env, "DURABLE_TEST_ACTIVE="+c.active, "DURABLE_TEST_EXPECT="+c.want)...).wait(t, 60*time.Second)
+			// The first server saw its workflow cancelled; the second
+			// sees it succeed, or still cancelled.
+			if n := count(t, side, "done  "+c.want); n != map[string]int{"SUCCESS": 1, "CANCELLED": 2}[c.want] {
+				b, _ := os.ReadFile(side)
+				t.Errorf("the restarted server did not see the workflow %s:\n%s", c.want, b)
+			}
+			wantStep3 := map[string]int{"SUCCESS": 1, "CANCELLED": 0}[c.want]
+			if n := count(t, side, "step3"); n != wantStep3 {
+				t.Errorf("step 3 ran %d times, want %d", n, wantStep3)
+			}
+		})
 	}
 }

@@ -154,19 +154,20 @@ func (t *takeover) pass(ctx context.Context) (int, error) {
 	if err := tx.QueryRowContext(ctx, `SELECT pg_try_advisory_xact_lock($1)`, takeoverLock).Scan(&got); err != nil || !got {
 		return 0, err
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT executor_id FROM `+t.table+` WHERE seen_at > now() - make_interval(secs => $1)`,
+	rows, err := tx.QueryContext(ctx, `SELECT executor_id, seen_at > now() - make_interval(secs => $1), seen_at = '-infinity' FROM `+t.table,
 		t.e.cfg.DeadAfter.Seconds())
 	if err != nil {
 		return 0, err
 	}
-	live := map[string]bool{}
+	live, stopped := map[string]bool{}, map[string]bool{}
 	for rows.Next() {
 		var id string
-		if err := rows.Scan(&id); err != nil {
+		var alive, gone bool
+		if err := rows.Scan(&id, &alive, &gone); err != nil {
 			rows.Close()
 			return 0, err
 		}
-		live[id] = true
+		live[id], stopped[id] = alive, gone
 	}
 	if err := rows.Close(); err != nil {
 		return 0, err
@@ -179,8 +180,10 @@ func (t *takeover) pass(ctx context.Context) (int, error) {
 	var orphans []string
 	for _, w := range pending {
 		// A workflow PENDING on a live server is running there; one
-		// created moments ago may not be dequeued yet: both are left.
-		if !live[w.ExecutorID] && time.Since(w.UpdatedAt) > t.e.cfg.DeadAfter {
+		// created moments ago may not be dequeued yet: both are left. A
+		// server that stopped cleanly ended its steps before it said so
+		// (Close): its work is taken at once.
+		if !live[w.ExecutorID] && (stopped[w.ExecutorID] || time.Since(w.UpdatedAt) > t.e.cfg.DeadAfter) {
 			orphans = append(orphans, w.ID)
 		}
 	}

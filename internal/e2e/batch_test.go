@@ -176,6 +176,12 @@ func (r *replica) batchRecords(key, batchID string) int {
 // returns the batch id.
 func runKilledBatch(t *testing.T, a *replica, u *countingUpstream, admin string, lines int, beforeKill func()) string {
 	t.Helper()
+	return runStoppedBatch(t, a, u, admin, lines, beforeKill, (*replica).kill)
+}
+
+// runStoppedBatch is runKilledBatch with the server stopped by stop.
+func runStoppedBatch(t *testing.T, a *replica, u *countingUpstream, admin string, lines int, beforeKill func(), stop func(*replica)) string {
+	t.Helper()
 	a.must(admin, "POST", "/v1/models/mock", map[string]any{"base_url": u.URL + "/v1", "upstream_model": "mock"}, 201)
 	var in strings.Builder
 	for i := range lines {
@@ -216,7 +222,7 @@ func runKilledBatch(t *testing.T, a *replica, u *countingUpstream, admin string,
 	if beforeKill != nil {
 		beforeKill()
 	}
-	a.kill()
+	stop(a)
 	// The held requests end at the model when it sees their client gone
 	// (never answered); only then may requests go through again.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,6 +32,24 @@ type replica struct {
 func (r *replica) kill() {
 	r.cmd.Process.Kill()
 	r.cmd.Wait()
+}
+
+// term stops the server with SIGTERM, as an orchestrator does in a rolling
+// upgrade, and waits for its orderly shutdown to end: exit status 0.
+func (r *replica) term() {
+	r.t.Helper()
+	r.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- r.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			r.t.Fatalf("the server's shutdown: %v\n%s", err, tail(r.logs.String(), 3000))
+		}
+	case <-time.After(60 * time.Second):
+		r.cmd.Process.Kill()
+		r.t.Fatalf("the server still ran 60 s after SIGTERM\n%s", tail(r.logs.String(), 3000))
+	}
 }
 
 // startReplica runs `sovereign serve` on the shared database and Redis.

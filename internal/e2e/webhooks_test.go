@@ -158,7 +158,7 @@ func received(p recvPath) map[string]string {
 				subject = v
 			}
 		}
-		if ev.Type == "document.ready" {
+		if ev.Type == "document.ready" || strings.HasPrefix(ev.Type, "batch.") {
 			subject, _ = ev.Data["id"].(string)
 		}
 		out[ev.Type+":"+subject] = msg

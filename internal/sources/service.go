@@ -174,6 +174,16 @@ func (s *Service) ResumeIngestion(ctx context.Context) (int, error) {
 	return len(ids), nil
 }
 
+// Processing reports whether the document id is still being processed
+// (false once it is ready, failed or deleted).
+func (s *Service) Processing(ctx context.Context, id string) (bool, error) {
+	d, err := s.Store.GetDocument(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil && d.Status == StatusProcessing, err
+}
+
 // ProcessDocument chunks, embeds and indexes a stored document still
 // processing, and marks it ready, or failed with the reason. It is safe
 // to run again after an interruption at any point (the durable engine

@@ -30,6 +30,17 @@ var storeRetry = durable.StepOptions{Retries: 8, Backoff: time.Second, MaxBackof
 // launches).
 func (s *Service) Register(e *durable.Engine) {
 	durable.Register(e, deliverWorkflow, s.deliver)
+	e.Resumable(deliverWorkflow, s.pending)
+}
+
+// pending reports whether the delivery of the workflow id has not ended:
+// the engine resumes such a workflow should a shutdown have cancelled it.
+func (s *Service) pending(ctx context.Context, workflowID string) (bool, error) {
+	d, err := s.Store.GetWebhookDelivery(ctx, strings.TrimPrefix(workflowID, WorkflowID("")))
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil && !Terminal(d.Status), err
 }
 
 // outcome is what an attempt step decided (stored by the engine: a

@@ -107,6 +107,19 @@ func (s *Service) log() *slog.Logger {
 // launches).
 func (s *Service) Register(e *durable.Engine) {
 	durable.Register(e, durableRun, s.execute)
+	e.Resumable(durableRun, s.unfinished)
+}
+
+// unfinished reports whether the run of the workflow id has not ended:
+// the engine resumes such a workflow should a shutdown have cancelled it.
+// Cancel marks a run cancelled before it cancels its workflow, so a
+// user's cancel is never undone.
+func (s *Service) unfinished(ctx context.Context, workflowID string) (bool, error) {
+	r, err := s.Store.GetRun(ctx, strings.TrimPrefix(workflowID, RunWorkflowID("")))
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	return err == nil && !Terminal(r.Status), err
 }
 
 // Create stores a new definition (version 1) after validating it.
