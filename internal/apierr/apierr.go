@@ -12,6 +12,7 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -43,11 +44,18 @@ const (
 	ModelRetired          Code = "model_retired"
 	PolicyViolation       Code = "policy_violation"
 	LimitsUnavailable     Code = "limits_unavailable"
-	UpstreamError         Code = "upstream_error"
-	UpstreamUnavailable   Code = "upstream_unavailable"
-	UpstreamTimeout       Code = "upstream_timeout"
-	IdempotencyKeyInUse   Code = "idempotency_key_in_use"
-	IdempotencyKeyReused  Code = "idempotency_key_reused"
+	// RequestLogUnavailable refuses inference while the request log can
+	// keep no record (its database down, its local spool full) and the
+	// operator chose to fail closed (internal/records).
+	RequestLogUnavailable Code = "request_log_unavailable"
+	// DatabaseUnavailable answers a request that needs the database while
+	// it cannot be reached (DatabaseDown; the store adapters' classifiers).
+	DatabaseUnavailable  Code = "database_unavailable"
+	UpstreamError        Code = "upstream_error"
+	UpstreamUnavailable  Code = "upstream_unavailable"
+	UpstreamTimeout      Code = "upstream_timeout"
+	IdempotencyKeyInUse  Code = "idempotency_key_in_use"
+	IdempotencyKeyReused Code = "idempotency_key_reused"
 )
 
 type entry struct {
@@ -80,6 +88,8 @@ var table = map[Code]entry{
 	ModelRetired:          {410, "invalid_request_error"},
 	PolicyViolation:       {403, "permission_error"},
 	LimitsUnavailable:     {503, "server_error"},
+	RequestLogUnavailable: {503, "server_error"},
+	DatabaseUnavailable:   {503, "server_error"},
 	UpstreamError:         {502, "server_error"},
 	UpstreamUnavailable:   {503, "server_error"},
 	UpstreamTimeout:       {504, "server_error"},
@@ -207,10 +217,68 @@ type Coder interface {
 	APIError() *Error
 }
 
+// DatabaseRetryAfter is the Retry-After of a database_unavailable answer:
+// long enough for a restart or a fail-over to get under way, short enough
+// that an OpenAI SDK's default retries (which honour it) often outlast a
+// brief outage.
+const DatabaseRetryAfter = 2 * time.Second
+
+// DatabaseDown is the 503 database_unavailable that a database outage is
+// (cause: the driver's error, logged, never shown: it names hosts and
+// users). The store adapters' classifiers return it, and so does a caller
+// that gives up waiting for the database itself.
+func DatabaseDown(cause error) *Error {
+	return &Error{Code: DatabaseUnavailable, Message: "the database is unavailable right now; retry shortly",
+		RetryAfter: DatabaseRetryAfter, Err: cause}
+}
+
+// A Classifier recognises errors of a package apierr must not import (a
+// database driver's: a refused connection, a server shutting down) and
+// returns the API error each is, or nil for an error it does not know. It
+// must find its errors through any wrapping (errors.As, errors.Is), since
+// they reach From wrapped by every layer they passed, and return a new
+// *Error each time (callers may change the one they get).
+type Classifier func(err error) *Error
+
+var (
+	classifiersMu sync.RWMutex
+	classifiers   []Classifier
+)
+
+// RegisterClassifier adds c to those From consults for an error that is
+// neither an *Error nor a Coder. The store adapters register theirs in
+// init, so that a database outage is a 503 database_unavailable wherever
+// its error surfaces, without every query wrapping its errors and without
+// this package knowing any driver.
+func RegisterClassifier(c Classifier) {
+	classifiersMu.Lock()
+	classifiers = append(classifiers, c)
+	classifiersMu.Unlock()
+}
+
+// classify returns the first registered classifier's verdict on err (nil:
+// none knows it).
+func classify(err error) *Error {
+	classifiersMu.RLock()
+	defer classifiersMu.RUnlock()
+	for _, c := range classifiers {
+		if e := c(err); e != nil {
+			if e.Err == nil {
+				e.Err = err
+			}
+			return e
+		}
+	}
+	return nil
+}
+
 // From classifies any error: an *Error passes through (a Kind sentinel
-// with its wrapping's text), a Coder gives its own, a cancelled or timed
-// out call maps to its code, and anything else is an internal error whose
-// detail is hidden.
+// with its wrapping's text), a Coder gives its own, a cancelled call is
+// request_cancelled, a registered Classifier's error is what it says (a
+// database that cannot be reached: 503 database_unavailable), a timed out
+// call is model_overloaded, and anything else is an internal error whose
+// detail is hidden. A cancellation wins over a classifier: a client that
+// left while the database was being reached did not meet an outage.
 func From(err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
@@ -229,9 +297,15 @@ func From(err error) *Error {
 		}
 		return e
 	}
-	switch {
-	case errors.Is(err, context.Canceled):
+	if errors.Is(err, context.Canceled) {
 		return &Error{Code: RequestCancelled, Message: "the request was cancelled by the client", Err: err}
+	}
+	if err != nil {
+		if e := classify(err); e != nil {
+			return e
+		}
+	}
+	switch {
 	case errors.Is(err, context.DeadlineExceeded):
 		return &Error{Code: ModelOverloaded, Message: "the request timed out waiting for the model", RetryAfter: time.Second, Err: err}
 	}

@@ -15,7 +15,7 @@ func TestTableIsComplete(t *testing.T) {
 	want := map[Code]int{InvalidRequest: 400, InvalidJSON: 400, MissingAPIKey: 401, InvalidAPIKey: 401, PermissionDenied: 403,
 		ModelNotAllowed: 403, NotFound: 404, ModelNotFound: 404, UnsupportedAPIVersion: 404, MethodNotAllowed: 405, Conflict: 409,
 		BodyTooLarge: 413, RateLimitExceeded: 429, QuotaExceeded: 429, ModelOverloaded: 503, ModelLoading: 503, ModelFailed: 503,
-		ModelCrashed: 502, RequestCancelled: 499, Internal: 500, ModelRetired: 410, PolicyViolation: 403, LimitsUnavailable: 503,
+		ModelCrashed: 502, RequestCancelled: 499, Internal: 500, ModelRetired: 410, PolicyViolation: 403, LimitsUnavailable: 503, DatabaseUnavailable: 503, RequestLogUnavailable: 503,
 		UpstreamError: 502, UpstreamUnavailable: 503, UpstreamTimeout: 504, IdempotencyKeyInUse: 409, IdempotencyKeyReused: 422}
 	if len(want) != len(table) {
 		t.Fatalf("%d codes in the table, %d here: a code was added without a test", len(table), len(want))

@@ -74,3 +74,53 @@ func TestKindShowsItsWrapping(t *testing.T) {
 		t.Errorf("Wrapf: %+v", e)
 	}
 }
+
+// connRefused stands for a database driver's error, which apierr cannot
+// import: a registered Classifier knows it.
+type connRefused struct{ host string }
+
+func (e *connRefused) Error() string { return "dial tcp " + e.host + ": connect: connection refused" }
+
+func init() {
+	apierr.RegisterClassifier(func(err error) *apierr.Error {
+		var c *connRefused
+		if errors.As(err, &c) {
+			return apierr.DatabaseDown(err)
+		}
+		return nil
+	})
+}
+
+// TestClassifierFindsWrappedErrors: a registered classifier's errors are
+// 503 database_unavailable with Retry-After, however they arrive wrapped
+// (%w, errors.Join), with the driver's text hidden; a cancellation wins
+// over them, and errors no classifier knows stay internal.
+func TestClassifierFindsWrappedErrors(t *testing.T) {
+	down := &connRefused{host: "db.internal:5432"}
+	for _, err := range []error{
+		down,
+		fmt.Errorf("postgres: get key by hash: %w", down),
+		fmt.Errorf("authenticate: %w", fmt.Errorf("postgres: %w", down)),
+		errors.Join(errors.New("rollback failed"), fmt.Errorf("commit: %w", down)),
+		fmt.Errorf("list: %w", errors.Join(down, errors.New("other"))),
+	} {
+		e := apierr.From(err)
+		if e.Code != apierr.DatabaseUnavailable || e.Status() != 503 || e.RetryAfter <= 0 || e.Envelope().Error.Type != "server_error" {
+			t.Errorf("From(%v) = %s %d retry %s", err, e.Code, e.Status(), e.RetryAfter)
+		}
+		if strings.Contains(e.Message, "db.internal") || !errors.Is(e, down) {
+			t.Errorf("From(%v): message %q shows the driver's text, or the cause is lost", err, e.Message)
+		}
+	}
+	if e := apierr.From(errors.Join(context.Canceled, down)); e.Code != apierr.RequestCancelled {
+		t.Errorf("a cancelled call that met a down database: %s, want request_cancelled", e.Code)
+	}
+	if e := apierr.From(errors.New("connection refused")); e.Code != apierr.Internal {
+		t.Errorf("an error no classifier knows: %s, want internal_error", e.Code)
+	}
+	// An API error passes through even when it wraps a classified one.
+	nf := &apierr.Error{Code: apierr.NotFound, Message: "gone", Err: down}
+	if e := apierr.From(nf); e != nf {
+		t.Errorf("an API error wrapping a driver's error: %+v", e)
+	}
+}

@@ -13,7 +13,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/answers"
@@ -141,6 +143,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 	}
 	a.Keys = auth.NewService(a.DB)
 	a.Keys.Logger = log
+	a.Keys.OutageGrace = cfg.KeyOutageGrace
 	if a.AdminKey, a.AdminKeyCreated, err = a.Keys.Bootstrap(ctx, cfg.BootstrapKey); err != nil {
 		return nil, err
 	}
@@ -185,8 +188,16 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 	}
 	a.closers = append(a.closers, a.Catalog.Close)
 	a.RerankModel, a.RerankWhy = DefaultRerankModel(cfg.RerankModel, a.Catalog.List(ctx))
-	a.Records = records.NewWriter(a.DB, 0, a.Metrics, log)
-	a.closers = append(a.closers, a.Records.Close) // before the database closes: queued records are stored
+	// Records the database cannot take wait in a spool under the data
+	// directory (none without one: the tests' in-process servers).
+	wc := records.WriterConfig{Counters: a.Metrics, Log: log, SpoolFull: cfg.RecordsSpoolFull, Instance: cfg.InstanceID}
+	if cfg.DataDir != "" && cfg.RecordsSpoolBytes > 0 {
+		wc.SpoolDir, wc.SpoolBytes = filepath.Join(cfg.DataDir, "records-spool"), cfg.RecordsSpoolBytes
+	}
+	if a.Records, err = records.OpenWriter(a.DB, wc); err != nil {
+		return nil, err
+	}
+	a.closers = append(a.closers, a.Records.Close) // before the database closes: queued records are stored (or spooled)
 	if cfg.LogCheckpointInterval > 0 {
 		a.background(ctx, (&records.Checkpointer{Store: a.DB, Interval: cfg.LogCheckpointInterval, Log: log}).Run)
 	}
@@ -195,6 +206,10 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 			Also: []records.Purge{{What: "policy decisions", Purge: a.DB.PurgeDecisions}}}).Run)
 	}
 	lc := limits.Config{Store: a.DB, Rules: cfg.Limits, FailOpen: cfg.LimitsFailOpen, Metrics: a.Metrics, Log: log}
+	// GET /readyz: without the database the server cannot serve; without
+	// Redis it can, when limits fail open (degraded), and cannot when they
+	// fail closed.
+	readyChecks := []httpapi.ReadyCheck{{Name: "database", Check: a.DB.Ping}}
 	if cfg.RedisURL != "" {
 		rl, err := redis.Open(ctx, cfg.RedisURL)
 		if err != nil {
@@ -202,6 +217,11 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 		}
 		a.closers = append(a.closers, func() { rl.Close() })
 		lc.Backend = rl
+		impact := "rate limits fail closed: governed requests get 503 limits_unavailable"
+		if cfg.LimitsFailOpen {
+			impact = "rate limits fail open: requests are admitted without them"
+		}
+		readyChecks = append(readyChecks, httpapi.ReadyCheck{Name: "redis", Check: rl.Ping, Degrades: cfg.LimitsFailOpen, Impact: impact})
 	}
 	if a.Limits, err = limits.New(ctx, lc); err != nil {
 		return nil, err
@@ -240,7 +260,8 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 	}
 	// One generation service governs every model call: the API's, and
 	// the workflow steps' that call it with typed requests.
-	a.Gen = &generate.Service{Models: a.Catalog, Policies: a.Policies, Limits: a.Limits, Capture: capture, Metrics: a.Metrics, Records: a.Records, Keys: a.Keys}
+	a.Gen = &generate.Service{Models: a.Catalog, Policies: a.Policies, Limits: a.Limits, Capture: capture, Metrics: a.Metrics, Records: a.Records, Keys: a.Keys,
+		RecordGate: a.Records}
 	ans := &answers.Service{Store: srcs, Embed: a.Catalog, EmbeddingModel: DefaultEmbeddingModel, AbstainText: cfg.AbstainText}
 	fetch, err := newFetcher(cfg)
 	if err != nil {
@@ -272,8 +293,9 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 				return errors.New("shutting down")
 			default:
 			}
-			return a.DB.Ping(ctx)
+			return nil
 		},
+		ReadyChecks: readyChecks,
 	}
 	a.handler = a.API.Handler()
 	if err := a.newConsole(ctx, cfg.ConsoleSessionIdle, log); err != nil {
@@ -333,6 +355,9 @@ func (a *App) startDurable(ctx context.Context, e *durable.Engine, srcs *sources
 			return struct{}{}, srcs.ProcessDocument(c, documentID)
 		}, durable.StepOptions{Retries: 5, Backoff: time.Second, MaxBackoff: 30 * time.Second})
 		return err
+	})
+	e.Resumable("sources.ingest", func(ctx context.Context, id string) (bool, error) {
+		return srcs.Processing(ctx, strings.TrimPrefix(id, "ingest:"))
 	})
 	a.Workflows.Register(e)
 	if err := a.Batches.Register(e); err != nil {

@@ -84,12 +84,23 @@ type Service struct {
 	// effect at once; those made by another server replica sharing the
 	// database, within CacheTTL.
 	CacheTTL time.Duration
+	// OutageGrace is how long a key read from the store keeps working from
+	// the cache while the store is unavailable (apierr.DatabaseUnavailable:
+	// the database cannot be reached), counted from its last successful
+	// read: inference goes on through a database outage, as it does through
+	// a Redis outage when limits fail open. 0 means DefaultOutageGrace;
+	// negative disables the grace (a key not read within CacheTTL is then a
+	// 503 during an outage). It needs the cache (CacheTTL ≥ 0).
+	OutageGrace time.Duration
 
-	mu      sync.Mutex
-	touched map[string]time.Time // key id → last LastUsedAt this process wrote
+	mu           sync.Mutex
+	touched      map[string]time.Time // key id → last LastUsedAt this process wrote
+	outageLogged time.Time            // when markDown last logged (wall clock)
+	downUntil    time.Time            // see storeDown
 
-	cacheMu sync.RWMutex
-	cache   map[string]cachedKey // string(hash) → key
+	cacheMu  sync.RWMutex
+	cache    map[string]cachedKey // string(hash) → key
+	cacheGen uint64               // how many times forget emptied the cache
 }
 
 // DefaultCacheTTL is Service.CacheTTL's default: it saves a database read
@@ -97,45 +108,148 @@ type Service struct {
 // revocation on another replica takes to apply.
 const DefaultCacheTTL = 2 * time.Second
 
+// DefaultOutageGrace is Service.OutageGrace's default: long enough to ride
+// out a database restart or fail-over, short enough that a key revoked on
+// another replica just before the outage is not honoured for long.
+const DefaultOutageGrace = 5 * time.Minute
+
+// keyLookupTimeout bounds one read of a key from the store. A database
+// that does not answer (a network partition drops packets rather than
+// refusing them) would otherwise hold every request until the client
+// gives up; past the bound the read counts as the database being
+// unavailable, and the outage grace applies. A variable for the tests.
+var keyLookupTimeout = 5 * time.Second
+
 // maxCachedKeys bounds the cache; when full it is emptied.
 const maxCachedKeys = 10000
 
 type cachedKey struct {
 	key Key
-	at  time.Time
+	at  time.Time // when the key was last read from the store
 }
 
-// lookup returns the key with hash h, from the cache when fresh.
-func (s *Service) lookup(ctx context.Context, h []byte, now time.Time) (Key, error) {
+// lookup returns the key with hash h, from the cache when fresh. When the
+// store is unavailable, a cached key read within OutageGrace is returned
+// with stale true (the caller then writes nothing to the store); a key not
+// cached, or cached longer ago, gets the store's error, which is a 503
+// database_unavailable and never a verdict on the key.
+func (s *Service) lookup(ctx context.Context, h []byte, now time.Time) (k Key, stale bool, err error) {
 	ttl := s.CacheTTL
 	if ttl == 0 {
 		ttl = DefaultCacheTTL
 	}
+	var c cachedKey
+	var gen uint64
+	cached := false
 	if ttl > 0 {
 		s.cacheMu.RLock()
-		c, ok := s.cache[string(h)]
+		c, cached = s.cache[string(h)]
+		gen = s.cacheGen
 		s.cacheMu.RUnlock()
-		if ok && now.Sub(c.at) < ttl && !now.Before(c.at) {
-			return c.key, nil
+		cached = cached && !now.Before(c.at)
+		if cached && now.Sub(c.at) < ttl {
+			return c.key, false, nil
 		}
 	}
-	k, err := s.Store.GetKeyByHash(ctx, h)
-	if err != nil || ttl < 0 || subtle.ConstantTimeCompare(k.Hash, h) != 1 {
-		return k, err
+	graced := cached && now.Sub(c.at) < s.outageGrace()
+	if graced && s.storeDown(now) {
+		// The store failed a moment ago: do not make this request wait
+		// for it again (a partition costs keyLookupTimeout a read).
+		return c.key, true, nil
+	}
+	k, err = s.read(ctx, h)
+	if err != nil {
+		if apierr.CodeOf(err) != apierr.DatabaseUnavailable {
+			return k, false, err
+		}
+		s.markDown(now, ttl, err)
+		if graced {
+			return c.key, true, nil
+		}
+		return k, false, err
+	}
+	s.markUp()
+	if ttl < 0 || subtle.ConstantTimeCompare(k.Hash, h) != 1 {
+		return k, false, nil
 	}
 	s.cacheMu.Lock()
-	if s.cache == nil || len(s.cache) >= maxCachedKeys {
-		s.cache = make(map[string]cachedKey)
+	// A revocation or rotation that emptied the cache while this read
+	// was under way may have changed the key after it was read: caching
+	// it then would let it work for another TTL, or a whole outage grace.
+	if s.cacheGen == gen {
+		if s.cache == nil || len(s.cache) >= maxCachedKeys {
+			s.cache = make(map[string]cachedKey)
+		}
+		s.cache[string(h)] = cachedKey{key: k, at: now}
 	}
-	s.cache[string(h)] = cachedKey{key: k, at: now}
 	s.cacheMu.Unlock()
-	return k, nil
+	return k, false, nil
+}
+
+// read reads the key with hash h from the store, within keyLookupTimeout:
+// a store that does not answer in time is unavailable (unless the request
+// itself ended first).
+func (s *Service) read(ctx context.Context, h []byte) (Key, error) {
+	rctx, cancel := context.WithTimeout(ctx, keyLookupTimeout)
+	defer cancel()
+	k, err := s.Store.GetKeyByHash(rctx, h)
+	if err != nil && ctx.Err() == nil && rctx.Err() != nil {
+		return k, apierr.DatabaseDown(fmt.Errorf("reading an API key: no answer within %s: %w", keyLookupTimeout, err))
+	}
+	return k, err
+}
+
+func (s *Service) outageGrace() time.Duration {
+	switch g := s.OutageGrace; {
+	case g == 0:
+		return DefaultOutageGrace
+	case g < 0:
+		return 0
+	default:
+		return g
+	}
+}
+
+// storeDown reports whether a read found the store unavailable less than a
+// cache TTL before now: until then, cached keys within their grace are
+// served without trying the store again.
+func (s *Service) storeDown(now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return now.Before(s.downUntil)
+}
+
+// markDown notes that the store was found unavailable at now, and logs it
+// at most once a minute (every request of the outage meets it).
+func (s *Service) markDown(now time.Time, ttl time.Duration, err error) {
+	wall := time.Now()
+	s.mu.Lock()
+	if ttl > 0 {
+		s.downUntil = now.Add(ttl)
+	}
+	due := wall.Sub(s.outageLogged) >= time.Minute
+	if due {
+		s.outageLogged = wall
+	}
+	s.mu.Unlock()
+	if due {
+		s.logger().Warn("auth: the key store is unavailable; keys read from it within the outage grace keep working from the cache, others get 503",
+			"grace", s.outageGrace(), "err", err)
+	}
+}
+
+// markUp notes that the store answered.
+func (s *Service) markUp() {
+	s.mu.Lock()
+	s.downUntil = time.Time{}
+	s.mu.Unlock()
 }
 
 // forget drops every cached key (after a revocation or rotation).
 func (s *Service) forget() {
 	s.cacheMu.Lock()
 	s.cache = nil
+	s.cacheGen++
 	s.cacheMu.Unlock()
 }
 
@@ -302,8 +416,13 @@ func (s *Service) ListKeys(ctx context.Context, teamID string) ([]Key, error) {
 // Errors: ErrMissingKey for an empty secret; ErrInvalidKey for a
 // malformed or unknown one; ErrRevokedKey; ErrExpiredKey (past its expiry
 // or its rotation grace period); or a store error (a failure, not a
-// verdict: answer 500, not 401). With ErrRevokedKey and ErrExpiredKey the
-// matched key is returned too, for logging only.
+// verdict: never a 401; a 503 database_unavailable when the store cannot
+// be reached). With ErrRevokedKey and ErrExpiredKey the matched key is
+// returned too, for logging only.
+//
+// While the store is unavailable, a key read from it within OutageGrace
+// is checked as it was then read (revoked, expired: still refused; its
+// expiry against the clock) and its last use is not written.
 //
 // The key is looked up by the SHA-256 of the secret and the hashes are
 // then compared with crypto/subtle.ConstantTimeCompare; the lookup's own
@@ -319,7 +438,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Key, error) 
 	}
 	h := HashSecret(secret)
 	now := s.now()
-	k, err := s.lookup(ctx, h, now)
+	k, stale, err := s.lookup(ctx, h, now)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
 			return Key{}, ErrInvalidKey
@@ -335,7 +454,9 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Key, error) 
 	if k.expired(now) {
 		return k, ErrExpiredKey
 	}
-	s.touch(ctx, &k, now)
+	if !stale {
+		s.touch(ctx, &k, now)
+	}
 	return k, nil
 }
 
@@ -368,11 +489,16 @@ func (s *Service) touch(ctx context.Context, k *Key, now time.Time) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if err := s.Store.UpdateKey(wctx, k.ID, KeyUpdate{LastUsedAt: &now}); err != nil {
-		s.mu.Lock()
-		if s.touched[k.ID].Equal(now) {
-			delete(s.touched, k.ID) // let the next request try again
+		// Let the next request try again, unless the database is down:
+		// then the next try is a LastUsedInterval away, not one per
+		// request.
+		if apierr.CodeOf(err) != apierr.DatabaseUnavailable {
+			s.mu.Lock()
+			if s.touched[k.ID].Equal(now) {
+				delete(s.touched, k.ID)
+			}
+			s.mu.Unlock()
 		}
-		s.mu.Unlock()
 		s.logger().Warn("auth: recording key last use", "key_id", k.ID, "err", err)
 		return
 	}

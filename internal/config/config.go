@@ -62,12 +62,24 @@ type Config struct {
 	// LogCheckpointInterval is how often a Merkle checkpoint of the
 	// request log is stored (0: never).
 	LogCheckpointInterval time.Duration `yaml:"log_checkpoint_interval"`
+	// RecordsSpoolBytes bounds the local spool ($data_dir/records-spool)
+	// where request records wait while the database cannot take them (0:
+	// no spool: such records are lost, counted and marked).
+	RecordsSpoolBytes int64 `yaml:"records_spool_bytes"`
+	// RecordsSpoolFull is what a full spool does: "refuse" inference with
+	// 503 request_log_unavailable (fail closed, the default) or "drop"
+	// records, counted and marked (fail open). docs/records.md.
+	RecordsSpoolFull string `yaml:"records_spool_full"`
 	// RedisURL, when set, keeps rate limits and quotas in Redis, shared by
 	// every replica (default: in memory, for one server).
 	RedisURL string `yaml:"redis_url"`
 	// LimitsFailOpen admits requests when Redis cannot be reached
 	// (default: refuse governed requests with 503).
 	LimitsFailOpen bool `yaml:"limits_fail_open"`
+	// KeyOutageGrace is how long an API key read from the database keeps
+	// working from the server's cache while the database cannot be reached
+	// (0: auth.DefaultOutageGrace; negative: none; docs/auth.md).
+	KeyOutageGrace time.Duration `yaml:"key_outage_grace"`
 	// InstanceID names this server among those sharing a PostgreSQL
 	// database (the durable engine resumes a server's unfinished work
 	// when it starts again, and other servers take it over when it does
@@ -129,6 +141,7 @@ var settings = []setting{
 	{"RerankModel", "rerank_model", "SOVEREIGN_RERANK_MODEL", "", "default rerank model (default: the first installed cross-encoder, else the smallest installed chat model of `sovereign models pull --list`)"},
 	{"RedisURL", "redis_url", "SOVEREIGN_REDIS_URL", "", "Redis for rate limits and quotas shared by several replicas, redis://host:port/db (default: in memory)"},
 	{"LimitsFailOpen", "limits_fail_open", "SOVEREIGN_LIMITS_FAIL_OPEN", "false", "admit requests when Redis is down (default: refuse governed requests with 503)"},
+	{"KeyOutageGrace", "key_outage_grace", "SOVEREIGN_KEY_OUTAGE_GRACE", "5m", "how long an API key used before a database outage keeps working from the cache during it (negative: none; other keys get 503 database_unavailable)"},
 	{"LogCheckpointInterval", "log_checkpoint_interval", "SOVEREIGN_LOG_CHECKPOINT_INTERVAL", "1h", "how often a Merkle checkpoint (RFC 6962 root) of the request log is stored, for audit verify and proofs (0: never)"},
 	{"OutboundAllowPrivate", "outbound_allow_private", "SOVEREIGN_OUTBOUND_ALLOW_PRIVATE", "false", "let webhooks and workflow http steps reach private, loopback and link-local addresses (default: refused; outbound_allow lists exceptions in YAML)"},
 	{"WebhookRetryWindow", "webhook_retry_window", "SOVEREIGN_WEBHOOK_RETRY_WINDOW", "24h", "how long a webhook delivery is retried, with exponential backoff, before it fails"},
@@ -138,6 +151,8 @@ var settings = []setting{
 	{"ExtractTimeout", "extract_timeout", "SOVEREIGN_EXTRACT_TIMEOUT", "30s", "how long reading one uploaded PDF may take (in a child process, killed past it; docs/sources.md)"},
 	{"ExtractMemory", "extract_memory", "SOVEREIGN_EXTRACT_MEMORY", "2147483648", "address space the PDF reader's child process may map (bytes)"},
 	{"LogRetention", "log_retention", "SOVEREIGN_LOG_RETENTION", "0s", "how long request records are kept, e.g. 2160h (0: forever); older ones are purged hourly, the chain kept verifiable"},
+	{"RecordsSpoolBytes", "records_spool_bytes", "SOVEREIGN_RECORDS_SPOOL_BYTES", "268435456", "bound of the local spool ($data_dir/records-spool) that keeps request records while the database cannot take them (0: no spool)"},
+	{"RecordsSpoolFull", "records_spool_full", "SOVEREIGN_RECORDS_SPOOL_FULL", "refuse", "when the spool is full: refuse inference with 503 request_log_unavailable (fail closed), or drop records, counted and marked in the chain (fail open)"},
 }
 
 // Load builds the configuration from defaults, the YAML file named by
@@ -243,6 +258,14 @@ func (c Config) Validate() error {
 	}
 	if c.ConsoleSessionIdle < 0 {
 		return errors.New("config: console_session_idle must not be negative")
+	}
+	if c.RecordsSpoolBytes < 0 {
+		return errors.New("config: records_spool_bytes must not be negative")
+	}
+	switch c.RecordsSpoolFull {
+	case "", "refuse", "drop":
+	default:
+		return fmt.Errorf("config: records_spool_full %q: want refuse or drop", c.RecordsSpoolFull)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -21,9 +21,11 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -230,6 +232,10 @@ func (c *Console) auth(h handler) http.Handler {
 		}
 		if err != nil {
 			if !errors.Is(err, session.ErrNoSession) && !errors.Is(err, auth.ErrNotFound) {
+				if status, msg, ok := unavailable(w, err); ok {
+					c.render(w, status, "error", page{Title: "Unavailable", Error: msg})
+					return
+				}
 				c.cfg.Log.Error("console: session", "err", err)
 				c.render(w, http.StatusInternalServerError, "error", page{Title: "Error", Error: "The console could not read its session; try again."})
 				return
@@ -342,7 +348,9 @@ func (c *Console) show(q *req, status int, name, title, nav string, data any) er
 func (c *Console) fail(q *req, err error) {
 	var ae *apierr.Error
 	status, msg := http.StatusInternalServerError, "Something went wrong on the server; the error is logged."
-	if errors.As(err, &ae) {
+	if s, m, ok := unavailable(q.w, err); ok {
+		status, msg = s, m
+	} else if errors.As(err, &ae) {
 		status, msg = ae.Status(), ae.Message
 	} else {
 		c.cfg.Log.Error("console", "path", q.r.URL.Path, "err", err)
@@ -350,6 +358,26 @@ func (c *Console) fail(q *req, err error) {
 	p := q.page("Error", "", nil)
 	p.Error = msg
 	c.render(q.w, status, "error", p)
+}
+
+// unavailable reports whether err is a dependency being down (the
+// database: 503 database_unavailable, as the API answers it) and, if so,
+// sets Retry-After on w and returns the status and a message for a person.
+// A page the console cannot serve during a database outage says so, like
+// the API, rather than showing a 500 that reads like a bug (issue 27).
+func unavailable(w http.ResponseWriter, err error) (int, string, bool) {
+	e := apierr.From(err)
+	if e.Status() != http.StatusServiceUnavailable {
+		return 0, "", false
+	}
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
+	}
+	msg := "A service the console needs is unavailable right now; try again in a few seconds."
+	if e.Code == apierr.DatabaseUnavailable {
+		msg = "The database is unavailable right now; try again in a few seconds."
+	}
+	return e.Status(), msg, true
 }
 
 // call makes an API call as the session's key and decodes a 2xx answer

@@ -90,6 +90,10 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		c.signinForm(w, r, http.StatusUnauthorized, "Incorrect API key.")
 		return
 	case err != nil:
+		if status, msg, ok := unavailable(w, err); ok {
+			c.signinForm(w, r, status, msg)
+			return
+		}
 		c.cfg.Log.Error("console: sign-in", "err", err)
 		c.signinForm(w, r, http.StatusInternalServerError, "The server could not check the key; try again.")
 		return
@@ -100,6 +104,10 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 	}
 	id, _, err := c.cfg.Sessions.Create(r.Context(), key.ID)
 	if err != nil {
+		if status, msg, ok := unavailable(w, err); ok {
+			c.signinForm(w, r, status, msg)
+			return
+		}
 		c.cfg.Log.Error("console: sign-in", "err", err)
 		c.signinForm(w, r, http.StatusInternalServerError, "The server could not start a session; try again.")
 		return

@@ -61,6 +61,14 @@ type Keys interface {
 	GetKey(ctx context.Context, id string) (auth.Key, error)
 }
 
+// RecordGate says whether the request log can keep the records of new
+// calls: a non-nil error (records.Writer.Accepting: 503
+// request_log_unavailable) refuses a call before it does any work, when
+// the operator chose that the log fails closed.
+type RecordGate interface {
+	Accepting() error
+}
+
 // Service governs model calls. Every dependency but Models may be nil:
 // no policies, no limits, no capture, no metrics, no records.
 type Service struct {
@@ -71,6 +79,9 @@ type Service struct {
 	Metrics  Metrics
 	Records  RecordLogger
 	Keys     Keys
+	// RecordGate, when set, refuses calls while their records could not
+	// be kept.
+	RecordGate RecordGate
 }
 
 // NewID is a fresh request id: "req_" and 24 hex digits, the first 12 the
@@ -127,15 +138,22 @@ type Gate struct {
 // corrects it to what was generated.
 const defaultOutputReservation = 1024
 
-// Admit is where every model call passes once its model is resolved:
-// first the input policies (a deny never reaches the model or uses a
-// limit), then the rate limits and quotas of its key, its team and its
-// model. It keeps the reservation on the call, to settle to the real usage
-// when the call ends (Settle), and arms the output stage when output rules
-// apply. It returns the function that redacts the call's text when a
-// policy says so (nil: nothing to redact), and the limits' status for the
-// x-ratelimit headers (also with a refusal).
+// Admit is where every model call passes once its model is resolved: first
+// the request log's gate (a call whose record could not be kept is refused
+// when the log fails closed), then the input policies (a deny never
+// reaches the model or uses a limit), then the rate limits and quotas of
+// its key, its team and its model. It keeps the reservation on the call,
+// to settle to the real usage when the call ends (Settle), and arms the
+// output stage when output rules apply. It returns the function that
+// redacts the call's text when a policy says so (nil: nothing to redact),
+// and the limits' status for the x-ratelimit headers (also with a
+// refusal).
 func (s *Service) Admit(ctx context.Context, c *Call, m catalog.Resolved, g Gate) (func(string) string, limits.Status, error) {
+	if s.RecordGate != nil {
+		if err := s.RecordGate.Accepting(); err != nil {
+			return nil, limits.Status{}, err
+		}
+	}
 	redact, err := s.checkInput(c, m, g)
 	if err != nil {
 		return nil, limits.Status{}, err

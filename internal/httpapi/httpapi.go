@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
@@ -67,7 +68,12 @@ type Server struct {
 	// Metrics, when set, records requests and tokens and serves /metrics.
 	Metrics *metrics.Metrics
 	// Ready reports whether the server can serve (GET /readyz); nil: ready.
+	// It answers for the server itself (shutting down); ReadyChecks, for
+	// what it depends on.
 	Ready func(ctx context.Context) error
+	// ReadyChecks are the dependencies GET /readyz checks and reports one
+	// by one (the database, Redis).
+	ReadyChecks []ReadyCheck
 	// MaxBody bounds request bodies (default 8 MiB).
 	MaxBody int64
 
@@ -245,14 +251,91 @@ func (s *Server) routes() []apiRoute {
 	}
 }
 
+// ReadyCheck is one dependency GET /readyz checks.
+type ReadyCheck struct {
+	// Name names it in the answer's "checks" ("database", "redis").
+	Name string
+	// Check returns nil when the dependency answers.
+	Check func(ctx context.Context) error
+	// Degrades says the server still serves without the dependency, less
+	// well (Redis when rate limits fail open: requests are admitted
+	// unchecked): its failure makes the server "degraded" (200, still
+	// ready) rather than "not_ready" (503). Impact says what is lost.
+	Degrades bool
+	Impact   string
+}
+
+// readyTimeout bounds each readiness check: a dependency that does not
+// answer within it is unavailable, so that a probe gets an answer.
+const readyTimeout = 2 * time.Second
+
+// readiness is GET /readyz's answer.
+type readiness struct {
+	// Status is "ready", "degraded" (ready, a dependency it can do
+	// without is down) or "not_ready".
+	Status string `json:"status"`
+	// Reason says what failed (absent when nothing did).
+	Reason string `json:"reason,omitempty"`
+	// Checks holds each dependency's state: "ok" or "unavailable".
+	Checks map[string]string `json:"checks,omitempty"`
+}
+
+// readyz answers 200 when the server can serve — "ready", or "degraded"
+// when only a dependency it can do without is down — and 503
+// "not_ready" when it is shutting down or a dependency it needs is down.
+// The checks run at once, each within readyTimeout.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
+	out := readiness{Status: "ready"}
+	var reasons []string
 	if s.Ready != nil {
 		if err := s.Ready(r.Context()); err != nil {
-			s.Log.Warn("not ready", "err", err)
-			return wire.JSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not_ready", "reason": err.Error()})
+			out.Status = "not_ready"
+			reasons = append(reasons, err.Error())
 		}
 	}
-	return wire.JSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	errs := make([]error, len(s.ReadyChecks))
+	var wg sync.WaitGroup
+	for i, c := range s.ReadyChecks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+			defer cancel()
+			errs[i] = c.Check(ctx)
+		}()
+	}
+	wg.Wait()
+	if len(s.ReadyChecks) > 0 {
+		out.Checks = make(map[string]string, len(s.ReadyChecks))
+	}
+	for i, c := range s.ReadyChecks {
+		if errs[i] == nil {
+			out.Checks[c.Name] = "ok"
+			continue
+		}
+		out.Checks[c.Name] = "unavailable"
+		reason := c.Name + ": " + errs[i].Error()
+		if c.Impact != "" {
+			reason += " (" + c.Impact + ")"
+		}
+		reasons = append(reasons, reason)
+		switch {
+		case !c.Degrades:
+			out.Status = "not_ready"
+		case out.Status == "ready":
+			out.Status = "degraded"
+		}
+	}
+	out.Reason = strings.Join(reasons, "; ")
+	status := http.StatusOK
+	switch out.Status {
+	case "not_ready":
+		status = http.StatusServiceUnavailable
+		s.Log.Warn("not ready", "reason", out.Reason)
+	case "degraded":
+		s.Log.Warn("ready, degraded", "reason", out.Reason)
+	}
+	return wire.JSON(w, status, out)
 }
 
 var versionPath = regexp.MustCompile(`^/v(\d+)(/|$)`)

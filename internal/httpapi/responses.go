@@ -88,7 +88,11 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) error {
 		}
 		evs, err := t.add(ctx, ev)
 		if err != nil {
-			send([]openai.ResponseEvent{b.Fail(string(apierr.From(err).Code), err.Error())})
+			// The API error's message, not err's text: a store's error
+			// (the database down while citations are kept) names its
+			// database.
+			e := apierr.From(err)
+			send([]openai.ResponseEvent{b.Fail(string(e.Code), e.Message)})
 			return err
 		}
 		if err := send(evs); err != nil {

@@ -28,6 +28,9 @@ type Metrics struct {
 	tokens   *prometheus.CounterVec
 	outcomes *prometheus.CounterVec
 	records  *prometheus.CounterVec
+	// The request log's spool: what it holds, and what it replayed.
+	spooledRecords, spooledBytes prometheus.Gauge
+	replayed                     prometheus.Counter
 	// limits counts refused requests, limit store failures and tokens
 	// that could not be charged.
 	limitRefused   *prometheus.CounterVec
@@ -57,8 +60,17 @@ func New(models func() []ModelState) *Metrics {
 			Name: "sovereign_model_requests_total", Help: "Inference requests by model and outcome (ok, error), counting failures after a stream started.",
 		}, []string{"model", "outcome"}),
 		records: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "sovereign_request_log_lost_total", Help: "Request records not stored, by reason: buffer_full (the log writer was behind) or store_error.",
+			Name: "sovereign_request_log_lost_total", Help: "Request records not stored, by reason: buffer_full (the log writer was behind), store_error (the database refused them and no spool could take them), spool_full (the spool was full, in drop mode) or spool_damaged (spooled records that no longer verified on disk). A gap marker in the chain records them.",
 		}, []string{"reason"}),
+		spooledRecords: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sovereign_request_log_spooled_records", Help: "Request records waiting in the local spool for the database to take them.",
+		}),
+		spooledBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sovereign_request_log_spooled_bytes", Help: "Size of the request log's local spool on disk (records_spool_bytes bounds it).",
+		}),
+		replayed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sovereign_request_log_replayed_total", Help: "Spooled request records the database took once it was back.",
+		}),
 		limitRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sovereign_limit_refused_total", Help: "Requests refused by a rate limit or quota, by dimension.",
 		}, []string{"dimension"}),
@@ -75,7 +87,7 @@ func New(models func() []ModelState) *Metrics {
 			Name: "sovereign_events_lost_total", Help: "Events not stored in the event log (the bus's queue was full, or the store failed): GET /v1/events and webhooks never see them.",
 		}),
 	}
-	reg.MustRegister(m.requests, m.latency, m.tokens, m.outcomes, m.records, m.limitRefused, m.limitErrors, m.limitUnsettled, m.decisionsLost, m.eventsLost,
+	reg.MustRegister(m.requests, m.latency, m.tokens, m.outcomes, m.records, m.spooledRecords, m.spooledBytes, m.replayed, m.limitRefused, m.limitErrors, m.limitUnsettled, m.decisionsLost, m.eventsLost,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if models != nil {
 		reg.MustRegister(&engineCollector{models: models})
@@ -99,6 +111,21 @@ func (m *Metrics) RecordsDropped(n int) { m.records.WithLabelValues("buffer_full
 
 // RecordsFailed counts request records the store did not take.
 func (m *Metrics) RecordsFailed(n int) { m.records.WithLabelValues("store_error").Add(float64(n)) }
+
+// RecordsLost counts request records lost for reason (spool_full,
+// spool_damaged).
+func (m *Metrics) RecordsLost(reason string, n int) {
+	m.records.WithLabelValues(reason).Add(float64(n))
+}
+
+// RecordsReplayed counts spooled request records the database took.
+func (m *Metrics) RecordsReplayed(n int) { m.replayed.Add(float64(n)) }
+
+// RecordsSpooled sets what the request log's spool holds.
+func (m *Metrics) RecordsSpooled(records int, bytes int64) {
+	m.spooledRecords.Set(float64(records))
+	m.spooledBytes.Set(float64(bytes))
+}
 
 // AddTokens counts prompt and completion tokens for model.
 func (m *Metrics) AddTokens(model string, prompt, completion int) {

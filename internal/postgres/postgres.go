@@ -12,7 +12,10 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"net"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -20,6 +23,7 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/pressly/goose/v3/lock"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/sqlstore"
 )
@@ -123,7 +127,50 @@ func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 const (
 	uniqueViolation     = "23505"
 	foreignKeyViolation = "23503"
+	// The server is going away or not taking connections: a fast or
+	// immediate shutdown (57P01, 57P02), a server starting up, shutting
+	// down or in recovery (57P03), all connection slots taken (53300).
+	adminShutdown      = "57P01"
+	crashShutdown      = "57P02"
+	cannotConnectNow   = "57P03"
+	tooManyConnections = "53300"
+	// connectionException is the class of 08xxx codes: the connection
+	// itself failed.
+	connectionException = "08"
 )
+
+// A database outage is a 503 database_unavailable wherever it surfaces.
+func init() { apierr.RegisterClassifier(sqlstore.Unavailable(unavailable)) }
+
+// unavailable reports whether err says the server cannot be used right
+// now, as opposed to refusing this statement: no connection could be made
+// (refused, reset, unknown host, the pool's dial failing), the server is
+// shutting down or not yet accepting connections, or a connection broke
+// mid-call. Only pgx's own error types are matched, never a bare network
+// error, so that an upstream model's refused connection is not taken for
+// the database's.
+func unavailable(err error) bool {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return true
+	}
+	switch code := sqlState(err); {
+	case code == adminShutdown, code == crashShutdown, code == cannotConnectNow, code == tooManyConnections,
+		strings.HasPrefix(code, connectionException):
+		return true
+	case code != "":
+		return false
+	}
+	// pgconn's errors say whether a retry is safe; one of them around a
+	// network failure or an early end of the stream is a connection that
+	// broke while in use.
+	var pe interface{ SafeToRetry() bool }
+	if !errors.As(err, &pe) {
+		return false
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
 
 func sqlState(err error) string {
 	var pe *pgconn.PgError

@@ -5,9 +5,13 @@
 // of the previous record's hash and its own fields, so changing or
 // removing a stored row breaks the chain at that row, which Verify names.
 //
-// Logging never slows or fails a request: a Writer takes records on a
-// bounded buffer and appends them in batches off the request path; a
-// record that finds the buffer full is counted, not silently lost.
+// Logging never slows a request: a Writer takes records on a bounded
+// buffer and appends them in batches off the request path. Records the
+// database cannot take wait in a local spool (spool.go) and are replayed,
+// in order, once it can; records lost all the same are counted and marked
+// in the chain itself (gap.go), never silently missing. When the spool is
+// full, the operator's choice applies: refuse inference (Accepting) or
+// drop records.
 package records
 
 import (
@@ -17,8 +21,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/apierr"
@@ -198,9 +200,34 @@ func (b *Break) Error() string {
 // first break (nil when the chain holds): a record whose hash is not the
 // hash of its fields, or whose previous hash is not its predecessor's.
 func Verify(ctx context.Context, s Store) (int, *Break, error) {
+	rep, err := VerifyReport(ctx, s)
+	return rep.Records, rep.Break, err
+}
+
+// Report is what verifying a chain found.
+type Report struct {
+	// Records is how many records verified (up to the break).
+	Records int
+	// Break is the first record that does not verify (nil: none).
+	Break *Break
+	// Gaps are the gap markers among the records that verified (the
+	// first MaxGaps of them), and Lost the records they say were lost
+	// and GapCount how many markers there were, all of them.
+	Gaps     []Gap
+	GapCount int
+	Lost     int64
+}
+
+// MaxGaps bounds the gaps a Report lists.
+const MaxGaps = 1000
+
+// VerifyReport is Verify, and also reports the gap markers it met: the
+// records the servers knew they lost, in the chain itself.
+func VerifyReport(ctx context.Context, s Store) (Report, error) {
+	var rep Report
 	a, err := s.Anchor(ctx)
 	if err != nil {
-		return 0, nil, err
+		return rep, err
 	}
 	n, prev := 0, a.Hash
 	var br *Break
@@ -218,11 +245,19 @@ func Verify(ctx context.Context, s Store) (int, *Break, error) {
 		if br != nil {
 			return false
 		}
+		if g, ok := ParseGap(r); ok {
+			rep.GapCount++
+			rep.Lost += g.Lost
+			if len(rep.Gaps) < MaxGaps {
+				rep.Gaps = append(rep.Gaps, g)
+			}
+		}
 		n++
 		prev = r.Hash
 		return true
 	})
-	return n, br, err
+	rep.Records, rep.Break = n, br
+	return rep, err
 }
 
 // Purger removes records past the retention in the background.
@@ -278,149 +313,4 @@ func (p *Purger) Run(ctx context.Context) {
 		case <-time.After(every):
 		}
 	}
-}
-
-// Counters is what a Writer reports to metrics.
-type Counters interface {
-	RecordsDropped(n int)
-	RecordsFailed(n int)
-}
-
-// Writer appends records in the background.
-type Writer struct {
-	store    Store
-	counters Counters
-	log      *slog.Logger
-	size     int
-
-	mu     sync.Mutex
-	buf    []Record // queued, at most size
-	spare  []Record // the last batch's array, for the next
-	closed bool
-	// wake carries one signal: the first record of a batch, a full batch,
-	// or Close. A record that finds others queued wakes nobody: under load
-	// the writer wakes once a batch, not once a record (each wake-up was a
-	// scheduler round trip on the request's path).
-	wake chan struct{}
-	done chan struct{}
-	// Dropped and Failed count records lost to a full buffer and to store
-	// errors.
-	Dropped, Failed atomic.Int64
-}
-
-// Batch bounds one append.
-const Batch = 256
-
-// NewWriter starts a writer with a buffer of size records.
-func NewWriter(store Store, size int, counters Counters, log *slog.Logger) *Writer {
-	if size <= 0 {
-		size = 8192
-	}
-	if log == nil {
-		log = slog.Default()
-	}
-	w := &Writer{store: store, counters: counters, log: log, size: size, wake: make(chan struct{}, 1), done: make(chan struct{})}
-	go w.loop()
-	return w
-}
-
-// Log queues a record; it never blocks. A record that finds the buffer
-// full (or the writer closed) is counted as dropped.
-func (w *Writer) Log(r Record) {
-	w.mu.Lock()
-	if w.closed || len(w.buf) >= w.size {
-		w.mu.Unlock()
-		w.drop(1)
-		return
-	}
-	w.buf = append(w.buf, r)
-	n := len(w.buf)
-	w.mu.Unlock()
-	if n == 1 || n == Batch {
-		w.signal()
-	}
-}
-
-func (w *Writer) signal() {
-	select {
-	case w.wake <- struct{}{}:
-	default: // a signal is pending already
-	}
-}
-
-func (w *Writer) drop(n int) {
-	w.Dropped.Add(int64(n))
-	if w.counters != nil {
-		w.counters.RecordsDropped(n)
-	}
-}
-
-// Linger is how long the writer waits for more records after the first
-// of a batch: an append costs a transaction, so under load records are
-// stored in batches (a fraction of a millisecond of CPU per record saved,
-// measured by bench/gateway) and appear in the log this much later.
-const Linger = 10 * time.Millisecond
-
-func (w *Writer) loop() {
-	defer close(w.done)
-	timer := time.NewTimer(Linger)
-	timer.Stop()
-	for {
-		<-w.wake
-		w.mu.Lock()
-		closed := w.closed
-		w.mu.Unlock()
-		if !closed {
-			// Linger for more records, unless a batch fills (or Close
-			// comes) first.
-			timer.Reset(Linger)
-			select {
-			case <-timer.C:
-			case <-w.wake:
-				timer.Stop()
-			}
-		}
-		w.mu.Lock()
-		batch, closed := w.buf, w.closed
-		w.buf, w.spare = w.spare[:0], nil
-		w.mu.Unlock()
-		for rest := batch; len(rest) > 0; {
-			n := min(len(rest), Batch)
-			w.append(rest[:n])
-			rest = rest[n:]
-		}
-		w.mu.Lock()
-		w.spare = batch[:0]
-		w.mu.Unlock()
-		if closed {
-			return
-		}
-	}
-}
-
-func (w *Writer) append(batch []Record) {
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err = w.store.AppendRecords(ctx, batch)
-		cancel()
-		if err == nil {
-			return
-		}
-		time.Sleep(time.Duration(attempt+1) * 100 * time.Millisecond)
-	}
-	w.Failed.Add(int64(len(batch)))
-	if w.counters != nil {
-		w.counters.RecordsFailed(len(batch))
-	}
-	w.log.Error("request log: records could not be stored", "records", len(batch), "err", err)
-}
-
-// Close stops taking records and waits until the queued ones are stored.
-func (w *Writer) Close() {
-	w.mu.Lock()
-	w.closed = true
-	w.mu.Unlock()
-	w.signal()
-	<-w.done
 }

@@ -18,7 +18,10 @@ type Loop struct {
 }
 
 // Every calls reload every interval (each call bounded to 5 s) until Stop;
-// a failure is logged as "<what>: reloading" and retried at the next tick.
+// a failure is retried at the next tick. A run of failures (the database
+// down: every loop of every replica meets it every tick) is logged as
+// "<what>: reloading" at its first failure and then once a minute, and its
+// end once, so an outage does not flood the log.
 func Every(interval time.Duration, what string, log *slog.Logger, reload func(ctx context.Context) error) *Loop {
 	if log == nil {
 		log = slog.Default()
@@ -28,16 +31,27 @@ func Every(interval time.Duration, what string, log *slog.Logger, reload func(ct
 		defer close(l.done)
 		t := time.NewTicker(interval)
 		defer t.Stop()
+		failures := 0
+		var logged time.Time
 		for {
 			select {
 			case <-l.stop:
 				return
 			case <-t.C:
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				if err := reload(ctx); err != nil {
-					log.Warn(what+": reloading", "err", err)
-				}
+				err := reload(ctx)
 				cancel()
+				switch {
+				case err != nil:
+					failures++
+					if failures == 1 || time.Since(logged) >= time.Minute {
+						logged = time.Now()
+						log.Warn(what+": reloading", "err", err, "failures", failures)
+					}
+				case failures > 0:
+					log.Info(what+": reloaded again", "after_failures", failures)
+					failures = 0
+				}
 			}
 		}
 	}()

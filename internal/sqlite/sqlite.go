@@ -21,6 +21,7 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/sqlstore"
 )
@@ -124,6 +125,28 @@ func (s *Store) Ping(ctx context.Context) error { return s.db.PingContext(ctx) }
 const timeFormat = "2006-01-02T15:04:05.000000Z"
 
 func fmtTime(t time.Time) string { return t.UTC().Format(timeFormat) }
+
+// A database locked beyond the busy timeout is a 503 database_unavailable.
+func init() { apierr.RegisterClassifier(sqlstore.Unavailable(busy)) }
+
+// busy reports whether err is SQLite giving up on a lock: SQLITE_BUSY
+// after the busy timeout (5 s of another connection or process holding
+// the write lock, a checkpoint, a backup) or SQLITE_LOCKED. The file is
+// there and sound; a retry a moment later succeeds, so the answer is the
+// same honest 503 as a PostgreSQL server that cannot be reached, not a
+// 500. Other failures (a full disk, a corrupt file, a missing directory)
+// are not transient and stay internal errors.
+func busy(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return true
+	}
+	return false
+}
 
 // isUnique reports whether err is a unique or primary-key violation.
 func isUnique(err error) bool {

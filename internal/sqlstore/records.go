@@ -246,7 +246,8 @@ func (s *Store) ChainRecords(ctx context.Context, from int64, fn func(records.Re
 	}
 }
 
-// Usage sums the records matching f's team and time range by group.
+// Usage sums the records matching f's team and time range by group (gap
+// markers, which are no calls, aside).
 func (s *Store) Usage(ctx context.Context, f records.Filter, groupBy string) ([]records.UsageRow, error) {
 	col := map[string]string{records.ByModel: "model", records.ByKey: "key_id", records.ByTeam: "team_id", records.ByUser: "user_name", records.ByDay: s.d.DayExpr}[groupBy]
 	if col == "" {
@@ -256,6 +257,8 @@ func (s *Store) Usage(ctx context.Context, f records.Filter, groupBy string) ([]
 	if !f.AllTeams {
 		c.add("team_id = ?", f.TeamID)
 	}
+	// A gap marker is no call (records.GapRoute).
+	c.add("route <> ?", records.GapRoute)
 	c.within(s, "time", f.Since, f.Until)
 	q := `SELECT ` + col + `, COUNT(*), SUM(CASE WHEN status >= 400 THEN 1 ELSE 0 END), SUM(prompt_tokens), SUM(completion_tokens) FROM request_logs` +
 		c.sql() + ` GROUP BY 1 ORDER BY SUM(prompt_tokens) + SUM(completion_tokens) DESC, 1`

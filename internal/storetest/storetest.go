@@ -48,6 +48,7 @@ func Run(t *testing.T, open func(t *testing.T) auth.KeyStore) {
 		{"SourceLinks", testSourceLinks},
 		{"Responses", testResponses},
 		{"Records", testRecords},
+		{"RecordsByID", testRecordsByID},
 		{"Policies", testPolicies},
 		{"PolicyDecisions", testPolicyDecisions},
 		{"LimitRules", testLimitRules},

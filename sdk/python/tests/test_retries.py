@@ -151,6 +151,8 @@ def test_connection_errors_are_retried_with_backoff() -> None:
         (503, "model_loading", sovereign.ModelLoadingError, openai.InternalServerError),
         (503, "model_failed", sovereign.ModelFailedError, openai.InternalServerError),
         (503, "limits_unavailable", sovereign.LimitsUnavailableError, openai.InternalServerError),
+        (503, "database_unavailable", sovereign.DatabaseUnavailableError, openai.InternalServerError),
+        (503, "request_log_unavailable", sovereign.RequestLogUnavailableError, openai.InternalServerError),
         (503, "upstream_unavailable", sovereign.UpstreamUnavailableError, sovereign.UpstreamError),
         (504, "upstream_timeout", sovereign.UpstreamTimeoutError, openai.InternalServerError),
         (404, "something_new", sovereign.NotFoundError, openai.NotFoundError),

@@ -23,7 +23,7 @@ export interface ErrorObject {
 }
 
 /** Machine-readable code, and its HTTP status and type: */
-export type ErrorCode = 'invalid_request_error' | 'invalid_json' | 'missing_api_key' | 'invalid_api_key' | 'permission_denied' | 'model_not_allowed' | 'not_found' | 'model_not_found' | 'unsupported_api_version' | 'method_not_allowed' | 'conflict' | 'request_too_large' | 'rate_limit_exceeded' | 'quota_exceeded' | 'internal_error' | 'model_crashed' | 'model_overloaded' | 'model_loading' | 'model_failed' | 'request_cancelled' | 'model_retired' | 'upstream_error' | 'upstream_unavailable' | 'upstream_timeout' | 'policy_violation' | 'limits_unavailable' | 'idempotency_key_in_use' | 'idempotency_key_reused';
+export type ErrorCode = 'invalid_request_error' | 'invalid_json' | 'missing_api_key' | 'invalid_api_key' | 'permission_denied' | 'model_not_allowed' | 'not_found' | 'model_not_found' | 'unsupported_api_version' | 'method_not_allowed' | 'conflict' | 'request_too_large' | 'rate_limit_exceeded' | 'quota_exceeded' | 'internal_error' | 'model_crashed' | 'model_overloaded' | 'model_loading' | 'model_failed' | 'request_cancelled' | 'model_retired' | 'upstream_error' | 'upstream_unavailable' | 'upstream_timeout' | 'policy_violation' | 'limits_unavailable' | 'database_unavailable' | 'request_log_unavailable' | 'idempotency_key_in_use' | 'idempotency_key_reused';
 
 /** A legacy function call. */
 export interface FunctionCall {

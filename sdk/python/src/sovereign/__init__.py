@@ -26,6 +26,8 @@ from ._errors import (
     InternalServerError,
     InvalidRequestError,
     LimitsUnavailableError,
+    DatabaseUnavailableError,
+    RequestLogUnavailableError,
     MethodNotAllowedError,
     ModelCrashedError,
     ModelFailedError,
@@ -111,6 +113,8 @@ __all__ = [
     "ModelLoadingError",
     "ModelFailedError",
     "LimitsUnavailableError",
+    "DatabaseUnavailableError",
+    "RequestLogUnavailableError",
     "UpstreamUnavailableError",
     "UpstreamTimeoutError",
 ]

@@ -284,6 +284,17 @@ class LimitsUnavailableError(ServiceUnavailableError):
     """503 ``limits_unavailable``: the shared limit store cannot be reached."""
 
 
+class DatabaseUnavailableError(ServiceUnavailableError):
+    """503 ``database_unavailable``: the server's database cannot be reached
+    (retried by default, after the server's ``Retry-After``)."""
+
+
+class RequestLogUnavailableError(ServiceUnavailableError):
+    """503 ``request_log_unavailable``: the server can keep no record of the
+    request (its database down and its local spool full), and it was set to
+    refuse inference rather than lose records."""
+
+
 class UpstreamUnavailableError(ServiceUnavailableError, UpstreamError):
     """503 ``upstream_unavailable``: no upstream replica is healthy."""
 
@@ -318,6 +329,8 @@ _BY_CODE: Dict[str, Type[openai.APIStatusError]] = {
     "model_loading": ModelLoadingError,
     "model_failed": ModelFailedError,
     "limits_unavailable": LimitsUnavailableError,
+    "database_unavailable": DatabaseUnavailableError,
+    "request_log_unavailable": RequestLogUnavailableError,
     "upstream_unavailable": UpstreamUnavailableError,
     "upstream_timeout": UpstreamTimeoutError,
 }
