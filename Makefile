@@ -5,6 +5,7 @@
 #   make bench   engine benchmark against llama.cpp's llama-server, gateway overhead
 #                against LiteLLM and Portkey, then retrieval (ingestion, search
 #                latency, ANN recall, quality); each prints tables
+#   make test-faults       the fault suite alone (part of make test)
 #   make bench-gateway     the gateway benchmark alone
 #   make bench-retrieval   the retrieval benchmark alone
 #   make bench-answers     answers with sources against llama-server with the classic prompt
@@ -31,7 +32,7 @@ CGO_ENV    = CGO_ENABLED=1 \
 CGO_NOISE  := 'warning:|note:|In function|inlined from|^ +\||~~~|^\s*[0-9]+ \|'
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build llama cgo-env run models test-models test test-go test-sdk test-console bench bench-gateway bench-retrieval bench-workflow bench-answers fmt vet clean deps
+.PHONY: all build llama cgo-env run models test-models test test-go test-faults test-sdk test-console bench bench-gateway bench-retrieval bench-workflow bench-answers fmt vet clean deps
 
 all: build
 
@@ -74,6 +75,7 @@ run: models
 # chromium, driven by playwright-core).
 test: test-models
 	@$(MAKE) --no-print-directory test-go
+	@$(MAKE) --no-print-directory test-faults
 	@$(MAKE) --no-print-directory test-sdk
 	@$(MAKE) --no-print-directory test-console
 
@@ -104,6 +106,15 @@ test-go:
 	echo ">> the API suite again on PostgreSQL" && \
 	SOVEREIGN_TEST_DB=postgres SOVEREIGN_BIN="$(CURDIR)/$(BIN)" SOVEREIGN_TEST_MODELS_DIR="$(MODELS_DIR)" \
 		$(CGO_ENV) $(GO) test -count=1 -timeout 20m ./internal/e2e/ 2> >(grep -v -E $(CGO_NOISE) >&2)
+
+# The fault suite: two replicas on a PostgreSQL and a Redis of its own, a
+# mixed workload, and Redis down, PostgreSQL down, a SIGKILL and a SIGTERM
+# in turn (internal/e2e/faults_test.go; a few minutes).
+test-faults: test-models
+	@echo ">> the fault suite (two replicas; Redis down, PostgreSQL down, SIGKILL, SIGTERM)"
+	@SOVEREIGN_BIN="$(CURDIR)/$(BIN)" SOVEREIGN_TEST_MODELS_DIR="$(MODELS_DIR)" \
+		$(CGO_ENV) $(GO) test -tags faults -count=1 -timeout 15m -run '^TestFaults$$' -v ./internal/e2e/ 2> >(grep -v -E $(CGO_NOISE) >&2) | \
+		grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|faults_test.go' ; exit $${PIPESTATUS[0]}
 
 test-sdk:
 	@echo ">> SDKs against a live server: openai (Python, Node), cohere, sdk/python, sdk/typescript"
