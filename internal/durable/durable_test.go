@@ -193,32 +193,49 @@ func count(t *testing.T, side, prefix string) int {
 	return n
 }
 
-// TestResumeAfterKill: a server killed in the middle of a workflow's
-// second step finishes the workflow when it starts again, without running
-// the first step twice.
-func TestResumeAfterKill(t *testing.T) {
-	dir := t.TempDir()
-	side := filepath.Join(dir, "side")
-	env := []string{"DURABLE_TEST_DB=" + filepath.Join(dir, "sovereign.db"), "DURABLE_TEST_SIDE=" + side, "DURABLE_TEST_WAIT=wf-1"}
-	first := startServer(t, append(env, "DURABLE_TEST_BLOCK=1", "DURABLE_TEST_START=wf-1", "DURABLE_TEST_QUEUE=test")...)
-	waitFor(t, side, "step2 started")
-	first.cmd.Process.Signal(syscall.SIGKILL)
-	<-first.done
-	first.done <- nil
+// TestResumeAfterStop: a server stopped in the middle of a workflow's
+// second step — killed (SIGKILL, a crash), or stopped by SIGTERM with its
+// engine built on the context SIGTERM cancels, as serve's is — leaves the
+// workflow PENDING, not CANCELLED; the next start finishes it without
+// running the first step again.
+func TestResumeAfterStop(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		sig  syscall.Signal
+		env  []string
+	}{
+		{"SIGKILL", syscall.SIGKILL, []string{"DURABLE_TEST_QUEUE=test"}},
+		{"SIGTERM", syscall.SIGTERM, []string{"DURABLE_TEST_SIGTERM=1"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			side := filepath.Join(dir, "side")
+			env := []string{"DURABLE_TEST_DB=" + filepath.Join(dir, "sovereign.db"), "DURABLE_TEST_SIDE=" + side, "DURABLE_TEST_WAIT=wf-1"}
+			first := startServer(t, append(append(env, "DURABLE_TEST_BLOCK=1", "DURABLE_TEST_START=wf-1"), c.env...)...)
+			waitFor(t, side, "step2 started")
+			first.cmd.Process.Signal(c.sig)
+			if c.sig == syscall.SIGTERM {
+				first.wait(t, 20*time.Second) // an orderly exit
+			} else {
+				<-first.done
+				first.done <- nil
+			}
 
-	startServer(t, env...).wait(t, 60*time.Second)
-	if b, _ := os.ReadFile(side); testing.Verbose() {
-		t.Logf("side effects:\n%s", b)
-	}
-	if n := count(t, side, "step1"); n != 1 {
-		t.Errorf("step 1 ran %d times, want 1", n)
-	}
-	if n := count(t, side, "step2 started"); n != 2 {
-		t.Errorf("step 2 started %d times, want 2 (once per server)", n)
-	}
-	if n := count(t, side, "step3  in-1-2"); n != 1 {
-		b, _ := os.ReadFile(side)
-		t.Errorf("step 3 ran %d times with the first steps' results, want 1:\n%s", n, b)
+			startServer(t, env...).wait(t, 60*time.Second)
+			if b, _ := os.ReadFile(side); testing.Verbose() {
+				t.Logf("side effects:\n%s", b)
+			}
+			if n := count(t, side, "step1"); n != 1 {
+				t.Errorf("step 1 ran %d times, want 1", n)
+			}
+			if n := count(t, side, "step2 started"); n != 2 {
+				t.Errorf("step 2 started %d times, want 2 (once per server)", n)
+			}
+			if n := count(t, side, "step3  in-1-2"); n != 1 {
+				b, _ := os.ReadFile(side)
+				t.Errorf("step 3 ran %d times with the first steps' results, want 1:\n%s", n, b)
+			}
+		})
 	}
 }
 
@@ -243,33 +260,6 @@ func TestTakeoverOnPostgres(t *testing.T) {
 	if n := count(t, side, "step3 b in-1-2"); n != 1 {
 		s, _ := os.ReadFile(side)
 		t.Errorf("step 3 did not run once on b with the first steps' results:\n%s", s)
-	}
-}
-
-// TestSIGTERMLeavesWorkPending: a server stopped by SIGTERM in the middle
-// of a workflow's step — its engine built on the context SIGTERM cancels,
-// as serve's is — leaves the workflow PENDING, not CANCELLED, and the next
-// start finishes it without running the first step again.
-func TestSIGTERMLeavesWorkPending(t *testing.T) {
-	dir := t.TempDir()
-	side := filepath.Join(dir, "side")
-	env := []string{"DURABLE_TEST_DB=" + filepath.Join(dir, "sovereign.db"), "DURABLE_TEST_SIDE=" + side, "DURABLE_TEST_WAIT=wf-t"}
-	first := startServer(t, append(env, "DURABLE_TEST_SIGTERM=1", "DURABLE_TEST_BLOCK=1", "DURABLE_TEST_START=wf-t")...)
-	waitFor(t, side, "step2 started")
-	first.cmd.Process.Signal(syscall.SIGTERM)
-	first.wait(t, 20*time.Second)
-	waitFor(t, side, "stopped")
-
-	startServer(t, env...).wait(t, 60*time.Second)
-	if b, _ := os.ReadFile(side); testing.Verbose() {
-		t.Logf("side effects:\n%s", b)
-	}
-	if n := count(t, side, "step1"); n != 1 {
-		t.Errorf("step 1 ran %d times, want 1", n)
-	}
-	if n := count(t, side, "step3  in-1-2"); n != 1 {
-		b, _ := os.ReadFile(side)
-		t.Errorf("step 3 ran %d times with the first steps' results, want 1:\n%s", n, b)
 	}
 }
 

@@ -288,20 +288,27 @@ func checkKilledBatch(t *testing.T, r *replica, u *countingUpstream, admin, id s
 	}
 }
 
-// TestBatchSurvivesKill: SIGKILL of `sovereign serve` during a batch
-// (SQLite); after the restart the batch completes and no line's request
-// was answered by the model twice (counted at the model and in the request
-// log).
-func TestBatchSurvivesKill(t *testing.T) {
-	dbURL := filepath.Join(t.TempDir(), "sovereign.db")
-	modelsDir := defaultStore(t).Dir()
-	admin := "sk-sov-" + strings.Repeat("B4tchK1l", 5)
-	u := newCountingUpstream(t, 30*time.Millisecond)
-	a := startReplica(t, dbURL, "", modelsDir, admin)
-	const lines = 40
-	id := runKilledBatch(t, a, u, admin, lines, nil)
-	b := startReplica(t, dbURL, "", modelsDir, admin)
-	checkKilledBatch(t, b, u, admin, id, lines)
+// TestBatchSurvivesStop: SIGKILL of `sovereign serve` during a batch, or
+// SIGTERM (SQLite); after the restart the batch completes and no line's
+// request was answered by the model twice (counted at the model and in the
+// request log).
+func TestBatchSurvivesStop(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		stop func(*replica)
+	}{{"SIGKILL", (*replica).kill}, {"SIGTERM", (*replica).term}} {
+		t.Run(c.name, func(t *testing.T) {
+			dbURL := filepath.Join(t.TempDir(), "sovereign.db")
+			modelsDir := defaultStore(t).Dir()
+			admin := "sk-sov-" + strings.Repeat("B4tchK1l", 5)
+			u := newCountingUpstream(t, 30*time.Millisecond)
+			a := startReplica(t, dbURL, "", modelsDir, admin)
+			const lines = 40
+			id := runStoppedBatch(t, a, u, admin, lines, nil, c.stop)
+			b := startReplica(t, dbURL, "", modelsDir, admin)
+			checkKilledBatch(t, b, u, admin, id, lines)
+		})
+	}
 }
 
 // TestBatchTakenOver: two servers on one PostgreSQL; the one running a

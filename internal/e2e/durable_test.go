@@ -30,7 +30,7 @@ func ingestUntilMidway(t *testing.T, r *replica, key, col string) string {
 	for deadline := time.Now().Add(60 * time.Second); ; {
 		d := r.must(key, "GET", "/v1/collections/"+col+"/documents/"+doc, nil, 200)
 		if p, _ := d["progress"].(float64); p > 0 && d["status"] == "processing" {
-			t.Logf("killing the server with the document at %.0f%%", p*100)
+			t.Logf("stopping the server with the document at %.0f%%", p*100)
 			return doc
 		}
 		if d["status"] != "processing" || time.Now().After(deadline) {
@@ -64,19 +64,27 @@ func waitReady(t *testing.T, r *replica, key, col, doc string, within time.Durat
 	}
 }
 
-// TestIngestionSurvivesKill: a server killed with SIGKILL in the middle of
-// a document's ingestion finishes it when it starts again (SQLite).
-func TestIngestionSurvivesKill(t *testing.T) {
-	dbURL := filepath.Join(t.TempDir(), "sovereign.db")
-	modelsDir := defaultStore(t).Dir()
-	admin := "sk-sov-" + strings.Repeat("Cr4shT35", 5)
-	a := startReplica(t, dbURL, "", modelsDir, admin)
-	col := a.must(admin, "POST", "/v1/collections", map[string]any{"name": "crash"}, 201)["id"].(string)
-	doc := ingestUntilMidway(t, a, admin, col)
-	a.kill()
+// TestIngestionSurvivesStop: a server killed with SIGKILL, or stopped
+// with SIGTERM (an orchestrator's rolling upgrade), in the middle of a
+// document's ingestion finishes it when it starts again (SQLite).
+func TestIngestionSurvivesStop(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		stop func(*replica)
+	}{{"SIGKILL", (*replica).kill}, {"SIGTERM", (*replica).term}} {
+		t.Run(c.name, func(t *testing.T) {
+			dbURL := filepath.Join(t.TempDir(), "sovereign.db")
+			modelsDir := defaultStore(t).Dir()
+			admin := "sk-sov-" + strings.Repeat("Cr4shT35", 5)
+			a := startReplica(t, dbURL, "", modelsDir, admin)
+			col := a.must(admin, "POST", "/v1/collections", map[string]any{"name": "crash"}, 201)["id"].(string)
+			doc := ingestUntilMidway(t, a, admin, col)
+			c.stop(a)
 
-	b := startReplica(t, dbURL, "", modelsDir, admin)
-	waitReady(t, b, admin, col, doc, 3*time.Minute)
+			b := startReplica(t, dbURL, "", modelsDir, admin)
+			waitReady(t, b, admin, col, doc, 3*time.Minute)
+		})
+	}
 }
 
 // TestIngestionTakenOver: two servers on one PostgreSQL; the one

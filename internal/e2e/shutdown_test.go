@@ -13,23 +13,8 @@ import (
 // An orderly shutdown (SIGTERM, what every orchestrator sends in a rolling
 // upgrade) hands the background work back: the work in flight stays
 // resumable, and the next start, or another server, finishes it (issue
-// 27). These are the SIGKILL tests of durable_test.go, batch_test.go and
-// webhooks_test.go with SIGTERM instead.
-
-// TestIngestionSurvivesSIGTERM: a document midway through its ingestion
-// when the server is stopped is ready after the next start (SQLite).
-func TestIngestionSurvivesSIGTERM(t *testing.T) {
-	dbURL := filepath.Join(t.TempDir(), "sovereign.db")
-	modelsDir := defaultStore(t).Dir()
-	admin := "sk-sov-" + strings.Repeat("T3rm1ng5", 5)
-	a := startReplica(t, dbURL, "", modelsDir, admin)
-	col := a.must(admin, "POST", "/v1/collections", map[string]any{"name": "sigterm"}, 201)["id"].(string)
-	doc := ingestUntilMidway(t, a, admin, col)
-	a.term()
-
-	b := startReplica(t, dbURL, "", modelsDir, admin)
-	waitReady(t, b, admin, col, doc, 3*time.Minute)
-}
+// 27). TestIngestionSurvivesStop and TestBatchSurvivesStop stop a server
+// with SIGTERM as well as SIGKILL; these are the cases of their own.
 
 // TestIngestionHandedOverOnSIGTERM: of two servers on one PostgreSQL, the
 // one ingesting a document is stopped; the other finishes the document,
@@ -47,21 +32,6 @@ func TestIngestionHandedOverOnSIGTERM(t *testing.T) {
 	stopped := time.Now()
 	waitReady(t, b, admin, col, doc, 3*time.Minute)
 	t.Logf("B finished the document %v after A stopped", time.Since(stopped).Round(100*time.Millisecond))
-}
-
-// TestBatchSurvivesSIGTERM: a batch in progress when the server is stopped
-// completes after the next start, every line answered by the model once
-// and recorded once (SQLite).
-func TestBatchSurvivesSIGTERM(t *testing.T) {
-	dbURL := filepath.Join(t.TempDir(), "sovereign.db")
-	modelsDir := defaultStore(t).Dir()
-	admin := "sk-sov-" + strings.Repeat("B4tchT3r", 5)
-	u := newCountingUpstream(t, 30*time.Millisecond)
-	a := startReplica(t, dbURL, "", modelsDir, admin)
-	const lines = 30
-	id := runStoppedBatch(t, a, u, admin, lines, nil, (*replica).term)
-	b := startReplica(t, dbURL, "", modelsDir, admin)
-	checkKilledBatch(t, b, u, admin, id, lines)
 }
 
 // TestWebhookBackoffSurvivesSIGTERM: a delivery waiting for its retry when

@@ -308,17 +308,22 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	if len(s.ReadyChecks) > 0 {
 		out.Checks = make(map[string]string, len(s.ReadyChecks))
 	}
+	var causes []any
 	for i, c := range s.ReadyChecks {
 		if errs[i] == nil {
 			out.Checks[c.Name] = "ok"
 			continue
 		}
 		out.Checks[c.Name] = "unavailable"
-		reason := c.Name + ": " + errs[i].Error()
+		// The body says which dependency and what it means; the driver's
+		// text (hosts, ports, users) goes to the log only: /readyz needs
+		// no key.
+		reason := c.Name + ": unavailable"
 		if c.Impact != "" {
 			reason += " (" + c.Impact + ")"
 		}
 		reasons = append(reasons, reason)
+		causes = append(causes, c.Name, errs[i].Error())
 		switch {
 		case !c.Degrades:
 			out.Status = "not_ready"
@@ -331,9 +336,9 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) error {
 	switch out.Status {
 	case "not_ready":
 		status = http.StatusServiceUnavailable
-		s.Log.Warn("not ready", "reason", out.Reason)
+		s.Log.Warn("not ready", append([]any{"reason", out.Reason}, causes...)...)
 	case "degraded":
-		s.Log.Warn("ready, degraded", "reason", out.Reason)
+		s.Log.Warn("ready, degraded", append([]any{"reason", out.Reason}, causes...)...)
 	}
 	return wire.JSON(w, status, out)
 }

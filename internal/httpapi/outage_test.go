@@ -219,6 +219,8 @@ func TestReadyz(t *testing.T) {
 		}
 		if reason, _ := body["reason"].(string); (c.want == "ready") != (reason == "") {
 			t.Errorf("%s: reason %q", c.name, reason)
+		} else if strings.Contains(reason, "refused") || strings.Contains(reason, "redis down") {
+			t.Errorf("%s: reason %q shows the driver's error to a caller without a key", c.name, reason)
 		}
 	}
 }
