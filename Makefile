@@ -6,6 +6,7 @@
 #                against LiteLLM and Portkey, then retrieval (ingestion, search
 #                latency, ANN recall, quality); each prints tables
 #   make test-faults       the fault suite alone (part of make test)
+#   make test-upgrade      the previous release and this one side by side on one PostgreSQL (part of make test)
 #   make bench-gateway     the gateway benchmark alone
 #   make bench-retrieval   the retrieval benchmark alone
 #   make bench-answers     answers with sources against llama-server with the classic prompt
@@ -32,7 +33,7 @@ CGO_ENV    = CGO_ENABLED=1 \
 CGO_NOISE  := 'warning:|note:|In function|inlined from|^ +\||~~~|^\s*[0-9]+ \|'
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build llama cgo-env run models test-models test test-go test-faults test-sdk test-console bench bench-gateway bench-retrieval bench-workflow bench-answers fmt vet clean deps
+.PHONY: all build llama cgo-env run models test-models test test-go test-faults test-upgrade test-sdk test-console bench bench-gateway bench-retrieval bench-workflow bench-answers fmt vet clean deps
 
 all: build
 
@@ -75,7 +76,9 @@ run: models
 # chromium, driven by playwright-core).
 test: test-models
 	@$(MAKE) --no-print-directory test-go
+	@$(MAKE) --no-print-directory test-package
 	@$(MAKE) --no-print-directory test-faults
+	@$(MAKE) --no-print-directory test-upgrade
 	@$(MAKE) --no-print-directory test-sdk
 	@$(MAKE) --no-print-directory test-console
 
@@ -116,6 +119,22 @@ test-faults: test-models
 		$(CGO_ENV) $(GO) test -tags faults -count=1 -timeout 15m -run '^TestFaults$$' -v ./internal/e2e/ 2> >(grep -v -E $(CGO_NOISE) >&2) | \
 		grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|faults_test.go' ; exit $${PIPESTATUS[0]}
 
+# The rolling upgrade: the previous release (internal/schema/
+# previous_release.txt; built once from `git archive` into ~/.cache) and this
+# build serve from one PostgreSQL around `sovereign migrate` through a mixed
+# workload (internal/e2e/upgrade_test.go; ~40 s the first time, ~10 s after).
+test-upgrade: test-models
+	@echo ">> the rolling upgrade (previous release and this one side by side on one PostgreSQL)"
+	@set -e; \
+	if [ -z "$$SOVEREIGN_TEST_POSTGRES_URL" ]; then \
+		pgdir=$$(mktemp -u "$${TMPDIR:-/tmp}/sovereign-pgtest-XXXXXXXX"); \
+		pgenv=$$(bash scripts/postgres-test.sh start "$$pgdir"); eval "$$pgenv"; \
+		trap 'bash scripts/postgres-test.sh stop "$$pgdir" >/dev/null 2>&1' EXIT; \
+	fi; \
+	SOVEREIGN_BIN="$(CURDIR)/$(BIN)" SOVEREIGN_TEST_MODELS_DIR="$(MODELS_DIR)" \
+		$(CGO_ENV) $(GO) test -tags upgrade -count=1 -timeout 10m -run '^TestUpgradeSideBySide$$' -v ./internal/e2e/ 2> >(grep -v -E $(CGO_NOISE) >&2) | \
+		grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic)|upgrade_test.go' ; exit $${PIPESTATUS[0]}
+
 test-sdk:
 	@echo ">> SDKs against a live server: openai (Python, Node), cohere, sdk/python, sdk/typescript"
 	@SOVEREIGN_BIN="$(CURDIR)/$(BIN)" SOVEREIGN_MODELS_DIR="$(MODELS_DIR)" bash scripts/sdk-test.sh
@@ -147,6 +166,50 @@ bench-retrieval: test-models
 # The default chat model (alias default) and all-minilm-l6-v2.
 bench-answers: models
 	@SOVEREIGN_MODELS_DIR="$(MODELS_DIR)" bash bench/answers/run.sh
+
+# The Debian package (deploy/debian, a Go module of its own that uses nfpm as
+# a library; docs/debian.md): dist/sovereign_<DEB_VERSION>_amd64.deb of $(BIN).
+# DEB_VERSION: the latest vX.Y.Z tag (plus commits since), else
+# 0.0.0~git<commit time>.<hash>; file times are the commit's (reproducible).
+DEB_VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' 2>/dev/null); \
+	if [ -n "$$v" ]; then echo "$${v#v}" | sed -E 's/-([0-9]+)-g([0-9a-f]+)$$/+git\1.\2/'; \
+	else echo "0.0.0~git$$(git log -1 --format=%cd --date=format:%Y%m%d%H%M%S 2>/dev/null || echo 0).$$(git rev-parse --short HEAD 2>/dev/null || echo none)"; fi)
+.PHONY: package test-package test-deploy
+package: build
+	@SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || date +%s) \
+		$(GO) run -C deploy/debian . -bin "$(CURDIR)/$(BIN)" -version "$(DEB_VERSION)" \
+		-doc "$(CURDIR)/docs/debian.md" -out "$(CURDIR)/dist"
+
+# The package's own tests (contents, conffiles, Depends, the unit's
+# `systemd-analyze security` rating); part of make test.
+test-package:
+	@echo ">> the Debian package (deploy/debian)"
+	@cd deploy/debian && $(GO) vet . && $(GO) test -count=1 .
+
+# The deployment tests .ci/run runs after make test (as root, with podman:
+# a few minutes the first time): install, upgrade and purge of the package
+# in a bookworm container with systemd (scripts/deb-test.sh, about 10 s
+# after the first run), then the OCI image run with podman (test-image).
+test-deploy: build
+	@bash scripts/deb-test.sh
+	@$(MAKE) --no-print-directory test-image
+
+# The OCI image (cmd/imagebuild, internal/imagebuild; docs/image.md), built
+# with no daemon and no base image from $(BIN) and Debian's packages:
+# dist/sovereign-image.tar (sovereign:$(VERSION)), dist/sovereign-image-models.tar
+# (sovereign:$(VERSION)-models: the default models in /models) and the
+# CycloneDX SBOM dist/sovereign-image.cdx.json. Reproducible: file times and
+# "created" are SOURCE_DATE_EPOCH, else the last commit's time.
+IMAGE_ARGS = -bin "$(BIN)" -version "$(VERSION)" -models-dir "$(MODELS_DIR)"
+.PHONY: image test-image
+image: models
+	@$(GO) run ./cmd/imagebuild $(IMAGE_ARGS)
+
+# The image run with podman: a rebuild gives the same bytes; no network,
+# read-only root, a chat and an embedding, SIGTERM, nothing written outside
+# /data (scripts/image-test.sh; as root, about a minute).
+test-image: image
+	@IMAGE_BUILD_ARGS='$(IMAGE_ARGS)' SOVEREIGN_MODELS_DIR="$(MODELS_DIR)" bash scripts/image-test.sh
 
 fmt:
 	@gofmt -l -w $$(git ls-files '*.go')

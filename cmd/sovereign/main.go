@@ -16,9 +16,11 @@ const usage = `usage: sovereign <command> [flags]
 
 commands:
   serve     run the API server
+  migrate   bring the database schema up to date (or --check it) and exit
   models    pull, import, list and remove models; manage a server's model catalog
   keys      create, list, revoke and rotate API keys
   audit     verify the request log's hash chain
+  bundle    make, verify and install signed offline bundles (keygen, create, verify, install)
   runner    serve one model (started by the server; not for direct use)
   extract   read one uploaded PDF under a budget (started by the server; not for direct use)
   version   print the version
@@ -32,10 +34,20 @@ func main() {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
 	}
+	// The container image points TMPDIR into the data directory, the only
+	// writable path (docs/image.md); a fresh volume does not have it yet.
+	if d := os.Getenv("TMPDIR"); d != "" {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			fmt.Fprintln(os.Stderr, "sovereign: TMPDIR:", err)
+			os.Exit(1)
+		}
+	}
 	var err error
 	switch os.Args[1] {
 	case "serve":
 		err = serveCommand(os.Args[2:])
+	case "migrate":
+		err = migrateCommand(context.Background(), os.Args[2:], os.Stdout, os.Stderr)
 	case "audit":
 		err = auditCommand(context.Background(), os.Args[2:], os.Stdout, os.Stderr)
 	case "keys":
@@ -48,6 +60,8 @@ func main() {
 		err = extract.ServeChild(os.Stdin, os.Stdout)
 	case "models":
 		err = modelsCommand(context.Background(), os.Args[2:], os.Stdout, os.Stderr)
+	case "bundle":
+		err = bundleCommand(context.Background(), os.Args[2:], os.Stdin, os.Stdout, os.Stderr)
 	case "version":
 		fmt.Println("sovereign", version)
 	case "-h", "--help", "help":

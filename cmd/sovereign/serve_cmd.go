@@ -81,7 +81,7 @@ func serveCommand(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	a, err := app.New(ctx, cfg, app.Options{Log: log})
+	a, err := app.New(ctx, cfg, app.Options{Log: log, NoMigrate: !cfg.MigrateOnStart})
 	if err != nil {
 		return err
 	}

@@ -66,7 +66,11 @@ type Options struct {
 	// SQLite file path or a postgres:// URL); without DB the engine uses
 	// Config.DatabaseURL's.
 	DurableURL string
-	Log        *slog.Logger
+	// NoMigrate opens the database without applying migrations, refusing
+	// a schema behind this release or contracted past it (serve with
+	// migrate_on_start false; `sovereign migrate` applies them).
+	NoMigrate bool
+	Log       *slog.Logger
 }
 
 // App is a built application.
@@ -134,7 +138,17 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 		if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 			return nil, err
 		}
-		db, err := store.Open(ctx, cfg.DatabaseURL)
+		open := store.Open
+		if opts.NoMigrate {
+			open = func(ctx context.Context, url string) (store.Store, error) {
+				db, st, err := store.OpenMigrated(ctx, url)
+				if err == nil && st.Ahead() {
+					log.Info("the database schema is newer than this release, and only expanded past it: serving", "schema", st.String())
+				}
+				return db, err
+			}
+		}
+		db, err := open(ctx, cfg.DatabaseURL)
 		if err != nil {
 			return nil, fmt.Errorf("opening the database %s: %w", store.Redact(cfg.DatabaseURL), err)
 		}
@@ -332,7 +346,7 @@ func (a *App) openDurable(ctx context.Context, cfg config.Config, opts Options, 
 	if kind, err := store.Kind(url); err == nil && kind == "sqlite" {
 		url = store.SQLitePath(url)
 	}
-	e, err := durable.New(ctx, durable.Config{DatabaseURL: url, ExecutorID: cfg.InstanceID, Log: log})
+	e, err := durable.New(ctx, durable.Config{DatabaseURL: url, ExecutorID: cfg.InstanceID, SkipMigrations: opts.NoMigrate, Log: log})
 	if err != nil {
 		return nil, err
 	}

@@ -85,6 +85,11 @@ type Config struct {
 	// when it starts again, and other servers take it over when it does
 	// not). Default: the host name and the listen port.
 	InstanceID string `yaml:"instance_id"`
+	// MigrateOnStart makes serve apply the database's pending migrations
+	// at start (the default: a single node needs nothing else). False
+	// leaves them to `sovereign migrate` (a Helm hook, an operator) and
+	// serve refuses to start on a schema behind it (docs/upgrading.md).
+	MigrateOnStart bool `yaml:"migrate_on_start"`
 	// OutboundAllow lists private targets (CIDR prefixes, addresses, host
 	// names) that outbound calls — webhooks, workflow http steps — may
 	// reach; OutboundAllowPrivate allows every private target
@@ -147,6 +152,7 @@ var settings = []setting{
 	{"WebhookRetryWindow", "webhook_retry_window", "SOVEREIGN_WEBHOOK_RETRY_WINDOW", "24h", "how long a webhook delivery is retried, with exponential backoff, before it fails"},
 	{"ConsoleSessionIdle", "console_session_idle", "SOVEREIGN_CONSOLE_SESSION_IDLE", "12h", "how long an unused web console session (/console) lasts before signing in again"},
 	{"InstanceID", "instance_id", "SOVEREIGN_INSTANCE_ID", "", "this server's name among those sharing a PostgreSQL database, stable across restarts (default: host name and listen port)"},
+	{"MigrateOnStart", "migrate_on_start", "SOVEREIGN_MIGRATE_ON_START", "true", "apply pending database migrations at start (false, or --no-migrate: leave them to `sovereign migrate` and refuse to start on a schema behind this release; docs/upgrading.md)"},
 	{"AbstainText", "abstain_text", "SOVEREIGN_ABSTAIN_TEXT", "The sources do not say.", "the answer with citations when no source supports one (docs/sources.md)"},
 	{"ExtractTimeout", "extract_timeout", "SOVEREIGN_EXTRACT_TIMEOUT", "30s", "how long reading one uploaded PDF may take (in a child process, killed past it; docs/sources.md)"},
 	{"ExtractMemory", "extract_memory", "SOVEREIGN_EXTRACT_MEMORY", "2147483648", "address space the PDF reader's child process may map (bytes)"},
@@ -172,6 +178,7 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 	for i, s := range settings {
 		vals[i] = fs.String(strings.ReplaceAll(s.key, "_", "-"), "", "")
 	}
+	noMigrate := fs.Bool("no-migrate", false, "")
 	fs.Usage = func() { Usage(out) }
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -198,6 +205,9 @@ func Load(args []string, getenv func(string) string, out io.Writer) (Config, err
 				return c, err
 			}
 		}
+	}
+	if *noMigrate {
+		c.MigrateOnStart = false
 	}
 	if c.ModelsDir == "" {
 		c.ModelsDir = filepath.Join(c.DataDir, "models")
@@ -303,6 +313,7 @@ func Usage(w io.Writer) {
 	fmt.Fprintln(w, "keys as below), then the environment, then flags.")
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  %-24s %-32s %s\n", "--config", "SOVEREIGN_CONFIG", "YAML configuration file")
+	fmt.Fprintf(w, "  %-24s %-32s %s\n", "--no-migrate", "", "the same as --migrate-on-start=false")
 	for _, s := range settings {
 		def := s.def
 		if def == "" {

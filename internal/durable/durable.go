@@ -61,7 +61,12 @@ type Config struct {
 	// (default 2 s), and DeadAfter how long after its last heartbeat
 	// another server takes over its unfinished workflows (default 15 s).
 	Heartbeat, DeadAfter time.Duration
-	Log                  *slog.Logger
+	// SkipMigrations leaves DBOS's tables as they are (serve with
+	// migrate_on_start false: `sovereign migrate` owns them): New fails
+	// when they are behind this build, and accepts them newer (a newer
+	// release migrated them during a rolling upgrade).
+	SkipMigrations bool
+	Log            *slog.Logger
 }
 
 // Engine runs durable workflows.
@@ -125,7 +130,16 @@ func New(ctx context.Context, cfg Config) (*Engine, error) {
 		}
 		dc.DatabaseURL, dc.ExecutorID = "sqlite:"+path, "local"
 	}
-	if e.postgres {
+	if cfg.SkipMigrations {
+		st, err := ReadSchema(ctx, cfg.DatabaseURL, cfg.Schema)
+		if err != nil {
+			return nil, err
+		}
+		if st.Behind() {
+			return nil, fmt.Errorf("durable: the durable engine's schema is behind this release: %s; run `sovereign migrate` first (or start serve with migrate_on_start true)", st)
+		}
+		dc.SkipMigrations = true
+	} else if e.postgres {
 		// DBOS creates and migrates its schema on its own, and two
 		// servers doing it at once collide (CREATE SCHEMA IF NOT EXISTS
 		// is not safe against a concurrent one): servers take turns.

@@ -451,6 +451,7 @@ func TestOpenAPIInferenceResponsesMatch(t *testing.T) {
 	t.Run("health", func(t *testing.T) {
 		c.t = t
 		expectStatus(t, c.call("GET", "/healthz", nil), 200)
+		expectStatus(t, c.call("GET", "/livez", nil), 200)
 	})
 
 	t.Run("chat", func(t *testing.T) {

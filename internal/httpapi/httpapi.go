@@ -133,9 +133,13 @@ func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	s.mux = mux
 	route := func(pattern string, scope auth.Scope, h handlerFunc) { mux.Handle(pattern, s.handle(scope, h)) }
-	route("GET /healthz", public, func(w http.ResponseWriter, r *http.Request) error {
+	alive := func(w http.ResponseWriter, r *http.Request) error {
 		return wire.JSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
+	}
+	// /livez is the name Kubernetes' own components use for liveness
+	// (the Helm chart's probe); /healthz stays for existing probes.
+	route("GET /healthz", public, alive)
+	route("GET /livez", public, alive)
 	route("GET /readyz", public, s.readyz)
 	if s.Metrics != nil {
 		mux.Handle("GET /metrics", s.Metrics.Handler())

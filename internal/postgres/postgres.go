@@ -75,6 +75,20 @@ var dialect = sqlstore.Dialect{
 // its schema up to date. Errors: the URL is malformed, the server cannot
 // be reached, or a migration fails.
 func Open(ctx context.Context, url string) (*Store, error) {
+	s, err := connect(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.db.Close()
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	return s, nil
+}
+
+// connect opens the pool and checks that the server answers, touching no
+// table (Open and OpenNoMigrate).
+func connect(ctx context.Context, url string) (*Store, error) {
 	db, err := sql.Open("pgx", url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
@@ -88,12 +102,7 @@ func Open(ctx context.Context, url string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("postgres: connect: %w", err)
 	}
-	s := &Store{keyStore: sqlstore.New(db, dialect), db: db}
-	if err := s.migrate(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("postgres: %w", err)
-	}
-	return s, nil
+	return &Store{keyStore: sqlstore.New(db, dialect), db: db}, nil
 }
 
 func (s *Store) migrate(ctx context.Context) error {
@@ -110,10 +119,16 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("migrations: %w", err)
 	}
+	// The floor of the contract steps about to be applied is recorded
+	// first, so that no moment exists where they are applied and an older
+	// release may still start (internal/schema).
+	if err := s.raiseFloor(ctx); err != nil {
+		return err
+	}
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("migrations: %w", err)
 	}
-	return nil
+	return s.afterUp(ctx)
 }
 
 // Close closes the connection pool. Errors: those of database/sql's Close.

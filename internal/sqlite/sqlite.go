@@ -63,6 +63,20 @@ var dialect = sqlstore.Dialect{
 // directory is created if missing. Errors: the file cannot be opened or
 // a migration fails.
 func Open(ctx context.Context, path string) (*Store, error) {
+	s, err := connect(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.migrate(ctx); err != nil {
+		s.db.Close()
+		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// connect opens (creating if needed) the database file, touching no table
+// (Open and OpenNoMigrate).
+func connect(path string) (*Store, error) {
 	memory := path == "" || path == ":memory:"
 	if memory {
 		path = ":memory:"
@@ -91,12 +105,7 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		db.SetMaxOpenConns(1)
 	}
 	db.SetConnMaxIdleTime(5 * time.Minute)
-	s := &Store{keyStore: sqlstore.New(db, dialect), db: db}
-	if err := s.migrate(ctx); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("sqlite: %s: %w", path, err)
-	}
-	return s, nil
+	return &Store{keyStore: sqlstore.New(db, dialect), db: db}, nil
 }
 
 func (s *Store) migrate(ctx context.Context) error {
@@ -108,10 +117,14 @@ func (s *Store) migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("migrations: %w", err)
 	}
+	// The floor first, as internal/postgres does.
+	if err := s.raiseFloor(ctx); err != nil {
+		return err
+	}
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("migrations: %w", err)
 	}
-	return nil
+	return s.afterUp(ctx)
 }
 
 // Close closes the database. Errors: those of database/sql's Close.

@@ -1,0 +1,5 @@
+//go:build !race
+
+package imagebuild
+
+const raceEnabled = false
