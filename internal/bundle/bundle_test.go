@@ -18,11 +18,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/sovereign-ai/sovereign/internal/gguf/testmodel"
 	"github.com/sovereign-ai/sovereign/internal/models"
 	"github.com/sovereign-ai/sovereign/internal/sbom"
+	"github.com/sovereign-ai/sovereign/internal/sbom/sbomtest"
 )
 
 // fixture is a models store with two tiny generated models, a stand-in
@@ -503,7 +502,7 @@ func TestSBOM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	validateCycloneDX(t, b)
+	sbomtest.Validate(t, b)
 	var bom sbom.BOM
 	if err := json.Unmarshal(b, &bom); err != nil {
 		t.Fatal(err)
@@ -533,44 +532,13 @@ func TestSBOM(t *testing.T) {
 	}
 }
 
-// validateCycloneDX checks b against CycloneDX's JSON schema for 1.5.
-func validateCycloneDX(t *testing.T, b []byte) {
-	t.Helper()
-	c := jsonschema.NewCompiler()
-	for _, name := range []string{"bom-1.5.schema.json", "spdx.schema.json", "jsf-0.82.schema.json"} {
-		f, err := os.Open(filepath.Join("testdata", "cyclonedx", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		doc, err := jsonschema.UnmarshalJSON(f)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := c.AddResource("http://cyclonedx.org/schema/"+name, doc); err != nil {
-			t.Fatal(err)
-		}
-	}
-	sch, err := c.Compile("http://cyclonedx.org/schema/bom-1.5.schema.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sch.Validate(v); err != nil {
-		t.Errorf("SBOM is not valid CycloneDX 1.5: %v", err)
-	}
-}
-
 // The SBOM inside a real bundle is valid too, and names the bundled
 // binary's hash.
 func TestBundledSBOMIsValid(t *testing.T) {
 	fx := newFixture(t)
 	es := entries(t, fx.create(t, fx.priv))
 	doc := es[find(es, SBOMName)].body
-	validateCycloneDX(t, doc)
+	sbomtest.Validate(t, doc)
 	sum, _, err := hashFile(fx.binary, nil, "")
 	if err != nil {
 		t.Fatal(err)
@@ -628,7 +596,7 @@ func TestSBOMFromBinaryFile(t *testing.T) {
 	}
 	es := entries(t, buf.Bytes())
 	doc := es[find(es, SBOMName)].body
-	validateCycloneDX(t, doc)
+	sbomtest.Validate(t, doc)
 	var bom sbom.BOM
 	if err := json.Unmarshal(doc, &bom); err != nil {
 		t.Fatal(err)

@@ -7,7 +7,7 @@
 // The documents are written with encoding/json rather than
 // github.com/CycloneDX/cyclonedx-go: the subset is a few structs, and both
 // writers' tests validate their output against CycloneDX's own 1.5 JSON
-// schema (internal/bundle/testdata/cyclonedx), which is what the library's
+// schema (internal/sbom/sbomtest), which is what the library's
 // types would promise; that keeps go.mod free of a dependency for it.
 package sbom
 
