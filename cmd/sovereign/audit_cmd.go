@@ -47,16 +47,9 @@ func auditCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := fs.Parse(args[1:]); err != nil {
 		return helpOK(err)
 	}
-	var cfgArgs []string
-	if *configPath != "" {
-		cfgArgs = append(cfgArgs, "--config", *configPath)
-	}
-	cfg, err := config.Load(cfgArgs, os.Getenv, stderr)
+	cfg, err := loadConfig(*configPath, *dbURL, stderr)
 	if err != nil {
 		return err
-	}
-	if *dbURL != "" {
-		cfg.DatabaseURL = *dbURL
 	}
 	db, err := store.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
@@ -130,4 +123,22 @@ func printGaps(w io.Writer, rep records.Report) {
 	if more := rep.GapCount - len(rep.Gaps); more > 0 {
 		fmt.Fprintf(w, "  … and %d more (GET /v1/logs?route=%s lists them)\n", more, records.GapRoute)
 	}
+}
+
+// loadConfig loads the server configuration for a command that acts on
+// the database (audit, keys, migrate): the file its --config names (or
+// SOVEREIGN_CONFIG), the environment, and its --database-url over both.
+func loadConfig(configPath, dbURL string, stderr io.Writer) (config.Config, error) {
+	var cfgArgs []string
+	if configPath != "" {
+		cfgArgs = append(cfgArgs, "--config", configPath)
+	}
+	cfg, err := config.Load(cfgArgs, os.Getenv, stderr)
+	if err != nil {
+		return cfg, err
+	}
+	if dbURL != "" {
+		cfg.DatabaseURL = dbURL
+	}
+	return cfg, nil
 }

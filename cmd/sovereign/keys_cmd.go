@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/auth"
-	"github.com/sovereign-ai/sovereign/internal/config"
 )
 
 const keysUsage = `usage:
@@ -51,16 +50,9 @@ func keysCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return helpOK(err)
 	}
-	cfgArgs := []string{}
-	if *configPath != "" {
-		cfgArgs = append(cfgArgs, "--config", *configPath)
-	}
-	cfg, err := config.Load(cfgArgs, os.Getenv, stderr)
+	cfg, err := loadConfig(*configPath, *dbURL, stderr)
 	if err != nil {
 		return err
-	}
-	if *dbURL != "" {
-		cfg.DatabaseURL = *dbURL
 	}
 	db, keys, err := openKeys(ctx, cfg, newLogger("warn", stderr))
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sovereign-ai/sovereign/internal/config"
 	"github.com/sovereign-ai/sovereign/internal/durable"
 	"github.com/sovereign-ai/sovereign/internal/store"
 )
@@ -53,16 +52,9 @@ func migrateCommand(ctx context.Context, args []string, stdout, stderr io.Writer
 		fs.Usage()
 		return fmt.Errorf("migrate: unexpected argument %q", fs.Arg(0))
 	}
-	var cfgArgs []string
-	if *configPath != "" {
-		cfgArgs = append(cfgArgs, "--config", *configPath)
-	}
-	cfg, err := config.Load(cfgArgs, os.Getenv, stderr)
+	cfg, err := loadConfig(*configPath, *dbURL, stderr)
 	if err != nil {
 		return err
-	}
-	if *dbURL != "" {
-		cfg.DatabaseURL = *dbURL
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
