@@ -54,7 +54,18 @@ func previousBinary(t *testing.T) (string, schema.Release) {
 		}
 		return string(out)
 	}
-	if err := exec.Command("git", "-C", testutil.RepoRoot(), "cat-file", "-e", prev.Rev+"^{commit}").Run(); err != nil {
+	has := func() error {
+		return exec.Command("git", "-C", testutil.RepoRoot(), "cat-file", "-e", prev.Rev+"^{commit}").Run()
+	}
+	if has() != nil {
+		// A shallow clone (CI systems make them) lacks the revision:
+		// fetch it from the clone's origin before giving up.
+		exec.Command("git", "-C", testutil.RepoRoot(), "fetch", "--quiet", "origin", prev.Rev).Run()
+		if has() != nil {
+			exec.Command("git", "-C", testutil.RepoRoot(), "fetch", "--quiet", "--unshallow").Run()
+		}
+	}
+	if err := has(); err != nil {
 		t.Fatalf("the previous release's revision %s is not in this checkout (a shallow clone? `git fetch --unshallow`), "+
 			"or set SOVEREIGN_PREVIOUS_BIN to a build of it: %v", prev.Rev, err)
 	}
