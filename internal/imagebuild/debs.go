@@ -44,13 +44,7 @@ func FetchDebs(ctx context.Context, names []string, cacheDir string, log io.Writ
 	if err := os.MkdirAll(cacheDir, 0o755); err != nil {
 		return nil, err
 	}
-	have := map[string]bool{}
-	var out []Deb
-	for todo := uniqueSorted(names); len(todo) > 0; {
-		var round []Deb
-		for _, n := range todo {
-			have[n] = true
-		}
+	return withDocLinks(ctx, names, func(todo []string) ([]Deb, error) {
 		// One apt-cache call for all: each call reads the whole cache.
 		show, err := exec.CommandContext(ctx, "apt-cache", append([]string{"show", "--no-all-versions"}, todo...)...).Output()
 		if err != nil {
@@ -63,6 +57,7 @@ func FetchDebs(ctx context.Context, names []string, cacheDir string, log io.Writ
 				stanzas[p] = f
 			}
 		}
+		var round []Deb
 		for _, name := range todo {
 			f := stanzas[name]
 			ver, arch := f["Version"], f["Architecture"]
@@ -83,6 +78,24 @@ func FetchDebs(ctx context.Context, names []string, cacheDir string, log io.Writ
 				return nil, fmt.Errorf("%s: holds %s %s, want %s %s", file, d.Package, d.Version, name, ver)
 			}
 			round = append(round, d)
+		}
+		return round, nil
+	})
+}
+
+// withDocLinks gets the packages names with get, one round at a time, then
+// the packages their /usr/share/doc links point at that no round got yet,
+// until none is left; the result is sorted by package name.
+func withDocLinks(ctx context.Context, names []string, get func(todo []string) ([]Deb, error)) ([]Deb, error) {
+	have := map[string]bool{}
+	var out []Deb
+	for todo := uniqueSorted(names); len(todo) > 0; {
+		for _, n := range todo {
+			have[n] = true
+		}
+		round, err := get(todo)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, round...)
 		more, err := docLinkPackages(ctx, round)
@@ -138,32 +151,17 @@ func DebsFromDir(ctx context.Context, dir string, names []string) ([]Deb, error)
 		}
 		byName[d.Package] = d
 	}
-	have := map[string]bool{}
-	var out []Deb
-	for todo := uniqueSorted(names); len(todo) > 0; {
+	return withDocLinks(ctx, names, func(todo []string) ([]Deb, error) {
 		var round []Deb
 		for _, n := range todo {
 			d, ok := byName[n]
 			if !ok {
 				return nil, fmt.Errorf("no .deb for %s in %s", n, dir)
 			}
-			have[n] = true
 			round = append(round, d)
 		}
-		out = append(out, round...)
-		more, err := docLinkPackages(ctx, round)
-		if err != nil {
-			return nil, err
-		}
-		todo = nil
-		for _, m := range more {
-			if !have[m] {
-				todo = append(todo, m)
-			}
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Package < out[j].Package })
-	return out, nil
+		return round, nil
+	})
 }
 
 // ReadDeb reads a .deb's control fields with dpkg-deb.
