@@ -111,24 +111,27 @@ func (c stepCalls) rerank(ctx context.Context, call *generate.Call, model, query
 // the question is admitted (input policies, limits), answered from the
 // team's collections with citations (the answers service), governed by
 // the output policies, and its citations are stored as source links.
-func (c stepCalls) AnswerWithSources(ctx context.Context, keyID, user, model, question string, collections []string, maxTokens int) (workflow.Cited, error) {
+func (c stepCalls) AnswerWithSources(ctx context.Context, keyID, user string, q workflow.Question) (workflow.Cited, error) {
 	return runAs(ctx, c.gen, keyID, user, "POST /v1/completions", func(call *generate.Call) (workflow.Cited, error) {
-		return c.answer(ctx, call, model, question, collections, maxTokens)
+		return c.answer(ctx, call, q)
 	})
 }
 
-func (c stepCalls) answer(ctx context.Context, call *generate.Call, model, question string, collections []string, maxTokens int) (workflow.Cited, error) {
+func (c stepCalls) answer(ctx context.Context, call *generate.Call, q workflow.Question) (workflow.Cited, error) {
 	// As POST /v1/completions reads the same request: OpenAI's default
-	// temperature, the model's output limit unless the step sets one.
-	req := inference.CompletionRequest{Messages: []inference.Message{{Role: "user", Content: question}}, MaxTokens: maxTokens}
+	// temperature, the model's output limit unless the step sets them.
+	req := inference.CompletionRequest{Messages: []inference.Message{{Role: "user", Content: q.Text}}, MaxTokens: q.MaxTokens}
 	req.Temperature = 1
-	m, req, err := c.gen.AdmitChat(ctx, call, model, req)
+	if q.Temperature != nil {
+		req.Temperature = float32(*q.Temperature)
+	}
+	m, req, err := c.gen.AdmitChat(ctx, call, q.Model, req)
 	if err != nil {
 		return workflow.Cited{}, err
 	}
 	key, _ := call.Key()
 	ans, err := c.answers.Prepare(ctx, answers.Request{TeamID: key.TeamID, KeyID: key.ID, Chat: req, Cite: true, Family: m.Family,
-		Grounded: true, Param: "sources", Collections: collections, Search: sources.SearchOptions{TopK: answers.DefaultTopK}})
+		Grounded: true, Param: "sources", Collections: q.Collections, Search: sources.SearchOptions{TopK: answers.DefaultTopK}})
 	if err != nil {
 		return workflow.Cited{}, err
 	}

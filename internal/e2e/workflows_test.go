@@ -455,7 +455,7 @@ func TestWorkflowModelStepsDecodeNothing(t *testing.T) {
 		map[string]any{"id": "find", "type": "retrieve", "collection_ids": []string{col}, "query": "{{ input.question }}", "top_k": 2},
 		map[string]any{"id": "rank", "type": "rerank", "model": "gemma3-270m", "query": "{{ input.question }}", "documents": "steps.find.output.hits", "top_n": 1},
 		map[string]any{"id": "answer", "type": "answer_with_sources", "model": answerModel, "collection_ids": []string{col},
-			"question": "{{ input.question }}", "max_tokens": 60},
+			"question": "{{ input.question }}", "max_tokens": 60, "temperature": 0},
 	}, "output": map[string]any{"answer": "{{ steps.answer.output.text }}"}}
 	wf := e.json("POST", "/v1/workflows", map[string]any{"name": "refunds", "definition": spec}, 201)
 	run := e.json("POST", "/v1/workflows/"+wf["id"].(string)+"/runs", map[string]any{"input": map[string]any{"question": "How long do refunds take?"}}, 201)

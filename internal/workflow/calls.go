@@ -52,9 +52,21 @@ func documentTexts(list []any) ([]string, error) {
 // Answerer runs answer_with_sources steps through the generation service
 // as the run's key: an answer with citations from the team's collections,
 // governed and recorded like POST /v1/completions with sources, with no
-// HTTP in between. maxTokens 0 leaves the model's limit.
+// HTTP in between.
 type Answerer interface {
-	AnswerWithSources(ctx context.Context, keyID, user, model, question string, collections []string, maxTokens int) (Cited, error)
+	AnswerWithSources(ctx context.Context, keyID, user string, q Question) (Cited, error)
+}
+
+// Question is an answer_with_sources step's request, its templates
+// rendered.
+type Question struct {
+	Model       string
+	Text        string
+	Collections []string
+	// MaxTokens 0 leaves the model's limit; Temperature nil is OpenAI's
+	// default (1), as over HTTP.
+	MaxTokens   int
+	Temperature *float64
 }
 
 // Cited is an answer_with_sources step's answer: its text and its

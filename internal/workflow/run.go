@@ -502,11 +502,11 @@ func (s *Service) call(ctx context.Context, r Run, st Step, vars map[string]any)
 		if err != nil {
 			return nil, fmt.Errorf("question: %w", err)
 		}
-		maxTokens := 0
+		question := Question{Model: st.Model, Text: q, Collections: st.CollectionIDs, Temperature: st.Temperature}
 		if st.MaxTokens != nil {
-			maxTokens = *st.MaxTokens
+			question.MaxTokens = *st.MaxTokens
 		}
-		ans, err := s.Answerer.AnswerWithSources(ctx, r.KeyID, user, st.Model, q, st.CollectionIDs, maxTokens)
+		ans, err := s.Answerer.AnswerWithSources(ctx, r.KeyID, user, question)
 		if err != nil {
 			return nil, stepError("answer_with_sources", err)
 		}

@@ -130,7 +130,7 @@ var fields = map[string][]string{
 	StepChat:              {"model", "messages", "max_tokens", "temperature", "retry", "timeout"},
 	StepRetrieve:          {"collection_ids", "query", "top_k", "mode", "retry", "timeout"},
 	StepRerank:            {"model", "query", "documents", "top_n", "retry", "timeout"},
-	StepAnswerWithSources: {"model", "collection_ids", "question", "max_tokens", "retry", "timeout"},
+	StepAnswerWithSources: {"model", "collection_ids", "question", "max_tokens", "temperature", "retry", "timeout"},
 	StepHTTP:              {"method", "url", "headers", "body", "retry", "timeout"},
 	StepTransform:         {"template", "expression"},
 	StepCondition:         {"when", "then", "else"},
@@ -341,6 +341,9 @@ func (sp *Spec) validateStep(i int, index map[string]int) error {
 		}
 		if err := tmpl("question", st.Question, true); err != nil {
 			return err
+		}
+		if st.MaxTokens != nil && *st.MaxTokens < 1 {
+			return invalid(param+".max_tokens", "max_tokens must be at least 1")
 		}
 	case StepHTTP:
 		if st.Method == "" {

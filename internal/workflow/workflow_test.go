@@ -400,6 +400,8 @@ func TestValidation(t *testing.T) {
 		{`{"steps": [{"id": "a", "type": "transform", "template": "{% include '/etc/passwd' %}"}]}`, "steps[0].template", "not available"},
 		{`{"steps": [{"id": "a", "type": "chat", "model": "m", "messages": [{"role": "robot", "content": "x"}]}]}`, "steps[0].messages[0].role", "role"},
 		{`{"steps": [{"id": "a", "type": "http", "url": "ftp://x"}]}`, "steps[0].url", "http"},
+		{`{"steps": [{"id": "a", "type": "answer_with_sources", "model": "m", "collection_ids": ["c"], "question": "q", "max_tokens": 0}]}`, "steps[0].max_tokens", "at least 1"},
+		{`{"steps": [{"id": "a", "type": "retrieve", "collection_ids": ["c"], "query": "q", "temperature": 0}]}`, "steps[0].temperature", "takes no"},
 		{`{"steps": [{"id": "a", "type": "transform", "template": "x", "retry": {"max_attempts": 50}}]}`, "steps[0].retry", "takes no"},
 		{`{"steps": [{"id": "a", "type": "chat", "model": "m", "messages": [{"role": "user", "content": "x"}], "retry": {"max_attempts": 50}}]}`, "steps[0].retry.max_attempts", "1 to"},
 		{`{"steps": [{"id": "a", "type": "transform", "template": "x"}], "extra": 1}`, "extra", "unknown field"},

@@ -313,6 +313,7 @@ export interface WorkflowAnswerWithSourcesStep {
   collection_ids: Array<string>;
   question: WorkflowTemplate;
   max_tokens?: number;
+  temperature?: number;
   retry?: WorkflowRetry;
   timeout?: WorkflowStepTimeout;
 }
