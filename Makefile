@@ -7,17 +7,22 @@
 #                latency, ANN recall, quality); each prints tables
 #   make test-faults       the fault suite alone (part of make test)
 #   make test-upgrade      the previous release and this one side by side on one PostgreSQL (part of make test)
+#   make bench-portable    the portable build against a MARCH=native one on the engine benchmark
 #   make bench-gateway     the gateway benchmark alone
 #   make bench-retrieval   the retrieval benchmark alone
 #   make bench-answers     answers with sources against llama-server with the classic prompt
 #
-# MARCH picks the CPU the llama.cpp kernels are compiled for: "native" (this
-# machine, fastest) or a portable level such as x86-64-v3 for a binary that
-# runs on any AVX2 machine: `make build MARCH=x86-64-v3`.
+# MARCH picks the CPU the llama.cpp kernels are compiled for. "portable" (the
+# default) runs on any x86-64 from x86-64-v2 up: llama.cpp and ggml are
+# shared libraries in lib/sovereign beside bin/, with ggml's CPU backend
+# built once per CPU family (AVX2, AVX-512, VNNI, ...) and the best one for
+# the CPU loaded at start (`sovereign version` names it; docs/engine.md).
+# "native" (this machine only, all linked in) or a -march level such as
+# x86-64-v3 builds one static binary: `make build MARCH=native`.
 
 SHELL      := /bin/bash
 GO         ?= go
-MARCH      ?= native
+MARCH      ?= portable
 BIN        := bin/sovereign
 DATA_DIR   ?= $(CURDIR)/data
 MODELS_DIR ?= $(DATA_DIR)/models
@@ -26,14 +31,26 @@ MODELS_DIR ?= $(DATA_DIR)/models
 # MARCH with CMake into ~/.cache/sovereign (scripts/llama-cpp.sh; about 4
 # minutes on 2 cores the first time, then reused by every checkout).
 LLAMA_PREFIX = $(shell bash scripts/llama-cpp.sh prefix $(MARCH))
-CGO_ENV    = CGO_ENABLED=1 \
+ifeq ($(MARCH),portable)
+# The binary finds its libraries through its run path, $ORIGIN/../lib/sovereign
+# (copied there by build); go test's binaries find them in the cache through
+# LD_LIBRARY_PATH. The build tag ggml_dl links the shared libraries.
+LIB_DIR     = $(patsubst %/,%,$(dir $(BIN)))/../lib/sovereign
+CGO_ENV    = CGO_ENABLED=1 GOFLAGS=-tags=ggml_dl \
+	CGO_CPPFLAGS="-I$(LLAMA_PREFIX)/include" CGO_LDFLAGS="-L$(LLAMA_PREFIX)/lib -Wl,-rpath,\$$ORIGIN/../lib/sovereign" \
+	CGO_CFLAGS="-O3 -march=x86-64-v2" CGO_CXXFLAGS="-O3 -march=x86-64-v2" LD_LIBRARY_PATH="$(LLAMA_PREFIX)/lib"
+MARCH_LDFLAGS :=
+else
+CGO_ENV    = CGO_ENABLED=1 GOFLAGS= \
 	CGO_CPPFLAGS="-I$(LLAMA_PREFIX)/include" CGO_LDFLAGS="-L$(LLAMA_PREFIX)/lib" \
 	CGO_CFLAGS="-O3 -march=$(MARCH)" CGO_CXXFLAGS="-O3 -march=$(MARCH)"
+MARCH_LDFLAGS := -X github.com/sovereign-ai/sovereign/internal/llamacpp.march=$(MARCH)
+endif
 # Compiler chatter from cgo that is not an error.
 CGO_NOISE  := 'warning:|note:|In function|inlined from|^ +\||~~~|^\s*[0-9]+ \|'
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all build llama cgo-env run models test-models test test-go test-faults test-upgrade test-sdk test-console bench bench-gateway bench-retrieval bench-workflow bench-answers fmt vet clean deps
+.PHONY: all build llama cgo-env run models test-models test test-go test-faults test-upgrade test-sdk test-console bench bench-portable bench-gateway bench-retrieval bench-workflow bench-answers fmt vet clean deps
 
 all: build
 
@@ -51,8 +68,13 @@ cgo-env: llama
 
 build: deps llama
 	@echo ">> building $(BIN) (MARCH=$(MARCH))"
-	@$(CGO_ENV) $(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/sovereign 2> >(grep -v -E $(CGO_NOISE) >&2)
+	@$(CGO_ENV) $(GO) build -ldflags "-X main.version=$(VERSION) $(MARCH_LDFLAGS)" -o $(BIN) ./cmd/sovereign 2> >(grep -v -E $(CGO_NOISE) >&2)
+ifeq ($(MARCH),portable)
+	@rm -rf $(LIB_DIR) && mkdir -p $(LIB_DIR) && cp -a $(LLAMA_PREFIX)/lib/lib*.so* $(LIB_DIR)/
+	@echo ">> built $(BIN) and $(abspath $(LIB_DIR)) (CPU kernels here: $$($(BIN) version | sed -n 's/^CPU kernels: //p'))"
+else
 	@echo ">> built $(BIN)"
+endif
 
 # The default models (`sovereign models pull --list` shows every known one):
 # Qwen2.5-Coder 0.5B Instruct for chat (alias "default") and
@@ -153,6 +175,14 @@ bench: test-models
 	bash bench/workflow/run.sh || rc=1; \
 	SOVEREIGN_MODELS_DIR="$(MODELS_DIR)" bash bench/answers/run.sh || rc=1; \
 	exit $$rc
+
+# The portable build (MARCH=portable, the default) against the same tree
+# built with MARCH=native, alternating, on the engine benchmark: within 3%
+# single-stream and at 8 streams (bench/README.md).
+bench-portable: test-models
+	@SOVEREIGN_MODELS_DIR="$(MODELS_DIR)" BENCH_PEERS=native BENCH_DETERMINISTIC=0 BENCH_ROUNDS=$${BENCH_ROUNDS:-3} \
+		BENCH_COMPARE_ARGS="-target-single 0.97 -target-agg-peer 0.97 -target-prompt 0.97 -target-ttft 1.03 -target-agg-self 0" \
+		bash bench/engine/run.sh
 
 bench-gateway: build
 	@bash bench/gateway/run.sh

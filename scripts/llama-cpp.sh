@@ -39,10 +39,22 @@ die() {
 
 cmake_args() { # MARCH
 	local march="$1"
-	local args=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DCMAKE_POSITION_INDEPENDENT_CODE=ON
+	local shared=OFF
+	[[ "$march" == portable ]] && shared=ON
+	local args=(-G Ninja -DCMAKE_BUILD_TYPE=Release "-DBUILD_SHARED_LIBS=$shared" -DCMAKE_POSITION_INDEPENDENT_CODE=ON
 		-DGGML_OPENMP=OFF -DLLAMA_BUILD_COMMON=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF
 		-DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF)
-	if [[ "$march" == native ]]; then
+	if [[ "$march" == portable ]]; then
+		# One build for any x86-64 from x86-64-v2 up: llama.cpp and ggml's
+		# base as shared libraries, and ggml's CPU backend once per variant
+		# in CPU_VARIANTS, each a module the runner picks from at start
+		# (internal/llamacpp/backend.go). Everything outside the variants is
+		# compiled for x86-64-v2. The libraries find each other through
+		# $ORIGIN, so the directory can move with the binary.
+		args+=(-DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DGGML_NATIVE=OFF
+			"-DSOV_CPU_VARIANTS=${CPU_VARIANTS// /;}" '-DCMAKE_INSTALL_RPATH=$ORIGIN' -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON
+			"-DCMAKE_C_FLAGS=-march=x86-64-v2" "-DCMAKE_CXX_FLAGS=-march=x86-64-v2")
+	elif [[ "$march" == native ]]; then
 		# -march=native, but without AMX: llama.cpp's AMX matmul segfaults on
 		# Sapphire Rapids machines with Q4_K weights (ggml-org/llama.cpp#20824,
 		# seen here on the first decode), so the AMX backend is not compiled.
@@ -54,6 +66,14 @@ cmake_args() { # MARCH
 	fi
 	printf '%s\n' "${args[@]}"
 }
+
+# The CPU backend variants of the portable build (ggml's names and
+# feature sets, ggml/src/CMakeLists.txt): x86-64-v2, AVX2 (with and
+# without AVX-VNNI), AVX-512 (Skylake-X), AVX-512 with VNNI (Cascade Lake,
+# which takes Sovereign's Q8_0 VNNI kernel), with VBMI too (Ice Lake and
+# later) and with BF16 (Zen 4, Sapphire Rapids). ggml's full list has
+# five more older or rarer ones; each costs a minute of build.
+CPU_VARIANTS="sse42 haswell alderlake skylakex cascadelake icelake zen4"
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
@@ -99,6 +119,16 @@ build() { # MARCH
 	log "building llama.cpp $LLAMA_PKG_VERSION for -march=$march into $dest (about 4 minutes on 2 cores, once per version and MARCH)"
 	cp -a "$SRC" "$src"
 	python3 "$HERE/llama-cpp/patch.py" "$src" || die "patching the llama.cpp source failed"
+	if [[ "$march" == portable ]]; then
+		# Only the variants in SOV_CPU_VARIANTS (cmake_args) are built.
+		python3 - "$src/ggml/src/CMakeLists.txt" <<-'PY' || die "limiting ggml's CPU variants failed"
+			import sys
+			p = sys.argv[1]; s = open(p).read()
+			old = "function(ggml_add_cpu_backend_variant tag_name)\n"
+			assert s.count(old) == 1, "ggml_add_cpu_backend_variant moved"
+			open(p, "w").write(s.replace(old, old + "    if (SOV_CPU_VARIANTS AND NOT tag_name IN_LIST SOV_CPU_VARIANTS)\n        return()\n    endif()\n"))
+		PY
+	fi
 	local args
 	mapfile -t args < <(cmake_args "$march")
 	cmake -S "$src" -B "$build" "${args[@]}" -DCMAKE_INSTALL_PREFIX="$dest" >"$build.log" 2>&1 ||
@@ -119,15 +149,27 @@ build() { # MARCH
 	fi
 	grep -q "FAILED:" "$build.log" && { grep -A20 "FAILED:" "$build.log" | head -40 >&2; die "build failed (log: $build.log)"; }
 	cmake --install "$build" >>"$build.log" 2>&1 || die "install failed (log: $build.log)"
-	[[ -f "$dest/lib/libllama.a" || -f "$dest/lib64/libllama.a" ]] || die "install produced no libllama.a (log: $build.log)"
 	if [[ -d "$dest/lib64" && ! -e "$dest/lib" ]]; then ln -s lib64 "$dest/lib"; fi
+	if [[ "$march" == portable ]]; then
+		# ggml installs its backend modules into bin/; they go beside the
+		# libraries, where the runner looks for them.
+		mv "$dest"/bin/libggml-cpu-*.so "$dest/lib/" 2>/dev/null
+		rmdir "$dest/bin" 2>/dev/null || true
+		ls "$dest"/lib/libggml-cpu-*.so >/dev/null 2>&1 || die "install produced no CPU backend variants (log: $build.log)"
+		[[ -f "$dest/lib/libllama.so" ]] || die "install produced no libllama.so (log: $build.log)"
+	else
+		[[ -f "$dest/lib/libllama.a" ]] || die "install produced no libllama.a (log: $build.log)"
+	fi
 	# llama.cpp's chat code (common/: Jinja templates, tool-call grammars and
 	# parsers) is not part of its install; the binding includes it as
 	# "llama-common/chat.h" and links these three libraries.
 	mkdir -p "$dest/include/llama-common/jinja"
 	cp "$src"/common/*.h "$src"/common/*.hpp "$dest/include/llama-common/"
 	cp "$src"/common/jinja/*.h "$dest/include/llama-common/jinja/"
-	cp "$build/common/libllama-common.a" "$build/common/libllama-common-base.a" \
+	# (A portable build's libllama-common.so is installed with llama.)
+	local common=("$build/common/libllama-common.a")
+	[[ "$march" == portable ]] && common=()
+	cp "${common[@]}" "$build/common/libllama-common-base.a" \
 		"$build/vendor/cpp-httplib/libcpp-httplib.a" "$dest/lib/" || die "llama.cpp's common libraries are missing (log: $build.log)"
 	rm -rf "$build" "$src"
 	touch "$dest/.complete"

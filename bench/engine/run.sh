@@ -18,7 +18,10 @@
 #   BENCH_SLOTS          parallel sequences of every server (default: 8)
 #   BENCH_CTX            context tokens per slot (default: 4096)
 #   BENCH_ROUNDS         rounds; each measures every server once (default: 2)
-#   BENCH_PEERS          comma-separated: llama-server, llama-cpp-python (default: llama-server)
+#   BENCH_PEERS          comma-separated: llama-server, llama-cpp-python, native (default: llama-server);
+#                        native is Sovereign itself built with MARCH=native (all kernels for this CPU
+#                        linked in), to compare the portable build against: make bench-portable
+#   BENCH_COMPARE_ARGS   extra flags for the compare step (other targets: make bench-portable sets 0.97x)
 #   BENCH_DETERMINISTIC  1: also measure Sovereign with SOVEREIGN_DETERMINISTIC=true (default: 1)
 #   BENCH_PORT           first of the loopback ports used (default: 18090)
 #   BENCH_OUT            results and logs (default: bench/out)
@@ -65,7 +68,7 @@ log() { echo "bench: $*" >&2; }
 [[ "$ROUNDS" =~ ^[1-9][0-9]*$ ]] || die "BENCH_ROUNDS must be a positive integer"
 IFS=, read -r -a PEER_LIST <<<"$PEERS"
 for p in "${PEER_LIST[@]}"; do
-	case "$p" in llama-server | llama-cpp-python) ;; *) die "BENCH_PEERS: unknown peer $p (llama-server, llama-cpp-python)" ;; esac
+	case "$p" in llama-server | llama-cpp-python | native) ;; *) die "BENCH_PEERS: unknown peer $p (llama-server, llama-cpp-python, native)" ;; esac
 done
 command -v go >/dev/null || die "go is not on PATH"
 command -v curl >/dev/null || die "curl is not on PATH"
@@ -111,12 +114,25 @@ build_llama_cpp_python() {
 	fi
 }
 
+# Sovereign built for this CPU only (MARCH=native: llama.cpp static, every
+# kernel compiled for this machine), the build the portable one must keep
+# up with (issue 28: within 3%).
+NATIVE_BIN="bench/.peers/sovereign-native"
+build_native() {
+	log "building Sovereign with MARCH=native into $NATIVE_BIN"
+	make -s build MARCH=native BIN="$NATIVE_BIN" >"$OUT/native-build.log" 2>&1 ||
+		{ tail -n 30 "$OUT/native-build.log" >&2; die "building the native Sovereign failed (log: $OUT/native-build.log)"; }
+}
+
 for p in "${PEER_LIST[@]}"; do
 	case "$p" in
 	llama-server) build_llama_server ;;
 	llama-cpp-python) build_llama_cpp_python ;;
+	native) build_native ;;
 	esac
 done
+read -r -a COMPARE_ARGS <<<"${BENCH_COMPARE_ARGS:-}"
+log "Sovereign under test: $SOVEREIGN_BIN ($("$SOVEREIGN_BIN" version | tr '\n' ' '))"
 
 # --- the load generator
 GEN="$OUT/engine-bench"
@@ -195,13 +211,13 @@ measure() {
 	stop_server
 }
 
-run_sovereign() { # label json [deterministic]
+run_sovereign() { # label json [deterministic [binary]]
 	rm -rf "$DATA"
 	DATA=$(mktemp -d "${TMPDIR:-/tmp}/sovereign-bench-XXXXXX")
 	measure "$1" "$2" "$API_KEY" -- \
 		env SOVEREIGN_ADDR="127.0.0.1:$PORT" SOVEREIGN_DATA_DIR="$DATA" SOVEREIGN_MODELS_DIR="$MODELS_DIR" \
 		SOVEREIGN_BOOTSTRAP_KEY="$API_KEY" SOVEREIGN_THREADS="$THREADS" SOVEREIGN_SLOTS="$SLOTS" SOVEREIGN_CTX="$CTX" \
-		SOVEREIGN_DETERMINISTIC="${3:-false}" SOVEREIGN_LOG_LEVEL=warn "$SOVEREIGN_BIN" serve
+		SOVEREIGN_DETERMINISTIC="${3:-false}" SOVEREIGN_LOG_LEVEL=warn "${4:-$SOVEREIGN_BIN}" serve
 }
 
 run_peer() { # name label json
@@ -218,6 +234,7 @@ run_peer() { # name label json
 			--n_threads "$THREADS" --n_threads_batch "$THREADS" --n_ctx "$CTX" \
 			--host 127.0.0.1 --port "$PORT" --model_alias "$MODEL_ID" --interrupt_requests False
 		;;
+	native) run_sovereign "$2" "$3" false "$NATIVE_BIN" ;;
 	esac
 }
 
@@ -249,4 +266,4 @@ for p in "${PEER_LIST[@]}"; do peer_args+=(-peer "$p=${peer_files[$p]}"); done
 "$GEN" -compare -ours "$(
 	IFS=,
 	echo "${ours_files[*]}"
-)" "${peer_args[@]}" "${extra[@]}" | tee "$OUT/engine-compare.txt"
+)" "${peer_args[@]}" "${extra[@]}" "${COMPARE_ARGS[@]}" | tee "$OUT/engine-compare.txt"

@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/sovereign-ai/sovereign/internal/extract"
+	"github.com/sovereign-ai/sovereign/internal/runner"
 )
 
 const usage = `usage: sovereign <command> [flags]
@@ -64,6 +65,10 @@ func main() {
 		err = bundleCommand(context.Background(), os.Args[2:], os.Stdin, os.Stdout, os.Stderr)
 	case "version":
 		fmt.Println("sovereign", version)
+		var cpu string
+		if cpu, err = runner.CPUKernels(); err == nil {
+			fmt.Println("CPU kernels:", cpu)
+		}
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 	default:

@@ -21,6 +21,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/config"
+	"github.com/sovereign-ai/sovereign/internal/runner"
 	"github.com/sovereign-ai/sovereign/internal/store"
 )
 
@@ -127,6 +128,11 @@ func serveCommand(args []string) error {
 		}
 	}
 	fmt.Fprintln(os.Stderr)
+	if cpu, err := runner.CPUKernels(); err != nil {
+		fmt.Fprintf(os.Stderr, "CPU kernels: none: %v\n", err)
+	} else {
+		fmt.Fprintf(os.Stderr, "CPU kernels: %s\n", cpu)
+	}
 	switch {
 	case a.AdminKeyCreated && cfg.BootstrapKey == "":
 		fmt.Fprintf(os.Stderr, "\nAdmin API key (shown once; store it now):\n\n    %s\n\nUse it as: Authorization: Bearer <key>. Create more with `sovereign keys create`.\n\n", a.AdminKey)

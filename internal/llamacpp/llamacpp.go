@@ -1,7 +1,10 @@
 // Package llamacpp is Sovereign's cgo binding over llama.cpp's public C API
-// (llama.h). It links the static libraries that scripts/llama-cpp.sh builds
-// from a pinned llama.cpp release; the Makefile passes their include and
-// library directories in CGO_CPPFLAGS and CGO_LDFLAGS.
+// (llama.h). It links the libraries that scripts/llama-cpp.sh builds from a
+// pinned llama.cpp release; the Makefile passes their include and library
+// directories in CGO_CPPFLAGS and CGO_LDFLAGS. A portable build (the
+// default, build tag ggml_dl) links llama.cpp as shared libraries and loads
+// the CPU backend variant that fits the CPU at start (backend.go); a build
+// for one CPU links everything statically (link_static.go).
 //
 // This is the only package in the project that uses cgo. Only the runner
 // (package runner, used by `sovereign runner`) may import it; a test in
@@ -13,7 +16,6 @@
 package llamacpp
 
 /*
-#cgo LDFLAGS: -lllama-common -lcpp-httplib -lllama-common-base -lllama -lggml -lggml-cpu -lggml-base -lstdc++ -lm -lpthread
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
@@ -30,10 +32,16 @@ package llamacpp
 // sov_threadpool_new starts a ggml threadpool of n threads that wait for
 // work by polling at the given level (0: sleep at once, 50: llama.cpp's
 // default) before they sleep.
-static struct ggml_threadpool *sov_threadpool_new(int n, int poll) {
+// The pool is the CPU backend's, found through its registry entry, so
+// that a portable build's variant makes it.
+static struct ggml_threadpool *sov_threadpool_new(void *make, int n, int poll) {
 	struct ggml_threadpool_params p = ggml_threadpool_params_default(n);
 	p.poll = (uint32_t)poll;
-	return ggml_threadpool_new(&p);
+	return make ? ((struct ggml_threadpool *(*)(struct ggml_threadpool_params *))make)(&p) : NULL;
+}
+
+static void sov_threadpool_free(void *free_, struct ggml_threadpool *p) {
+	((void (*)(struct ggml_threadpool *))free_)(p);
 }
 
 extern void sovLog(int level, char *text);
@@ -81,50 +89,66 @@ typedef struct {
 // reduced. Gemma's 262,144-entry vocabulary takes ~33 us this way against
 // ~230 us for the scalar loop, whose compare chain does not vectorise
 // (BenchmarkArgmax).
+//
+// The vector loops are compiled for AVX-512 and AVX2 whatever -march the
+// binding is built with and picked by the CPU at run time, so that a
+// portable build (x86-64-v2) keeps them.
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) static int sov_argmax_avx512(const float *x, int n, float *bv, int *best) {
+	int i = 0;
+	__m512 vmax = _mm512_set1_ps(-INFINITY);
+	__m512i vidx = _mm512_setzero_si512();
+	__m512i cur = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+	const __m512i step = _mm512_set1_epi32(16);
+	for (; i + 16 <= n; i += 16) {
+		__m512 v = _mm512_loadu_ps(x + i);
+		__mmask16 gt = _mm512_cmp_ps_mask(v, vmax, _CMP_GT_OQ);
+		vmax = _mm512_mask_mov_ps(vmax, gt, v);
+		vidx = _mm512_mask_mov_epi32(vidx, gt, cur);
+		cur = _mm512_add_epi32(cur, step);
+	}
+	float mv[16];
+	int mi[16];
+	_mm512_storeu_ps(mv, vmax);
+	_mm512_storeu_si512((void *)mi, vidx);
+	for (int k = 0; k < 16; k++) {
+		if (mv[k] > *bv || (mv[k] == *bv && mi[k] < *best)) { *bv = mv[k]; *best = mi[k]; }
+	}
+	return i;
+}
+
+__attribute__((target("avx2"))) static int sov_argmax_avx2(const float *x, int n, float *bv, int *best) {
+	int i = 0;
+	__m256 vmax = _mm256_set1_ps(-INFINITY);
+	__m256i vidx = _mm256_setzero_si256();
+	__m256i cur = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+	const __m256i step = _mm256_set1_epi32(8);
+	for (; i + 8 <= n; i += 8) {
+		__m256 v = _mm256_loadu_ps(x + i);
+		__m256 gt = _mm256_cmp_ps(v, vmax, _CMP_GT_OQ);
+		vmax = _mm256_blendv_ps(vmax, v, gt);
+		vidx = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(vidx), _mm256_castsi256_ps(cur), gt));
+		cur = _mm256_add_epi32(cur, step);
+	}
+	float mv[8];
+	int mi[8];
+	_mm256_storeu_ps(mv, vmax);
+	_mm256_storeu_si256((__m256i *)mi, vidx);
+	for (int k = 0; k < 8; k++) {
+		if (mv[k] > *bv || (mv[k] == *bv && mi[k] < *best)) { *bv = mv[k]; *best = mi[k]; }
+	}
+	return i;
+}
+#endif
+
 static int sov_argmax_f32(const float *x, int n) {
 	int i = 0, best = 0;
 	float bv = -INFINITY;
-#if defined(__x86_64__) && defined(__AVX512F__)
-	if (n >= 16) {
-		__m512 vmax = _mm512_set1_ps(-INFINITY);
-		__m512i vidx = _mm512_setzero_si512();
-		__m512i cur = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-		const __m512i step = _mm512_set1_epi32(16);
-		for (; i + 16 <= n; i += 16) {
-			__m512 v = _mm512_loadu_ps(x + i);
-			__mmask16 gt = _mm512_cmp_ps_mask(v, vmax, _CMP_GT_OQ);
-			vmax = _mm512_mask_mov_ps(vmax, gt, v);
-			vidx = _mm512_mask_mov_epi32(vidx, gt, cur);
-			cur = _mm512_add_epi32(cur, step);
-		}
-		float mv[16];
-		int mi[16];
-		_mm512_storeu_ps(mv, vmax);
-		_mm512_storeu_si512((void *)mi, vidx);
-		for (int k = 0; k < 16; k++) {
-			if (mv[k] > bv || (mv[k] == bv && mi[k] < best)) { bv = mv[k]; best = mi[k]; }
-		}
-	}
-#elif defined(__x86_64__) && defined(__AVX2__)
-	if (n >= 8) {
-		__m256 vmax = _mm256_set1_ps(-INFINITY);
-		__m256i vidx = _mm256_setzero_si256();
-		__m256i cur = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-		const __m256i step = _mm256_set1_epi32(8);
-		for (; i + 8 <= n; i += 8) {
-			__m256 v = _mm256_loadu_ps(x + i);
-			__m256 gt = _mm256_cmp_ps(v, vmax, _CMP_GT_OQ);
-			vmax = _mm256_blendv_ps(vmax, v, gt);
-			vidx = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(vidx), _mm256_castsi256_ps(cur), gt));
-			cur = _mm256_add_epi32(cur, step);
-		}
-		float mv[8];
-		int mi[8];
-		_mm256_storeu_ps(mv, vmax);
-		_mm256_storeu_si256((__m256i *)mi, vidx);
-		for (int k = 0; k < 8; k++) {
-			if (mv[k] > bv || (mv[k] == bv && mi[k] < best)) { bv = mv[k]; best = mi[k]; }
-		}
+#if defined(__x86_64__)
+	if (n >= 16 && __builtin_cpu_supports("avx512f")) {
+		i = sov_argmax_avx512(x, n, &bv, &best);
+	} else if (n >= 8 && __builtin_cpu_supports("avx2")) {
+		i = sov_argmax_avx2(x, n, &bv, &best);
 	}
 #endif
 	for (; i < n; i++) {
@@ -227,6 +251,8 @@ import (
 
 var (
 	initOnce sync.Once
+	initCPU  CPUBackend
+	initErr  error
 	// LogLevel is the lowest ggml log level written to stderr (2=info,
 	// 3=warn, 4=error). Set it before the first call into the package.
 	LogLevel = 3
@@ -248,13 +274,18 @@ func sovLog(level C.int, text *C.char) {
 	os.Stderr.WriteString(C.GoString(text))
 }
 
-// Init initialises the llama.cpp backend once per process and routes
-// llama.cpp's log to stderr, filtered by LogLevel.
-func Init() {
+// Init initialises the llama.cpp backend once per process: it routes
+// llama.cpp's log to stderr, filtered by LogLevel, and in a portable build
+// loads the CPU variant that fits this CPU. It returns the CPU backend in
+// use, or why there is none.
+func Init() (CPUBackend, error) {
 	initOnce.Do(func() {
 		C.sov_set_log()
-		C.llama_backend_init()
+		if initCPU, initErr = loadCPU(); initErr == nil {
+			C.llama_backend_init()
+		}
 	})
+	return initCPU, initErr
 }
 
 // Token is a vocabulary id.
@@ -284,7 +315,9 @@ type ModelParams struct {
 // LoadModel loads the GGUF file at path. It returns an error naming the file
 // when llama.cpp cannot load it.
 func LoadModel(path string, p ModelParams) (*Model, error) {
-	Init()
+	if _, err := Init(); err != nil {
+		return nil, err
+	}
 	mp := C.llama_model_default_params()
 	mp.n_gpu_layers = 0
 	mp.vocab_only = C.bool(p.VocabOnly)
@@ -525,7 +558,7 @@ func (c *Context) Free() {
 		c.c = nil
 	}
 	if c.pool != nil {
-		C.ggml_threadpool_free(c.pool)
+		C.sov_threadpool_free(cpuProc("ggml_threadpool_free"), c.pool)
 		c.pool = nil
 	}
 }
@@ -541,7 +574,7 @@ func (c *Context) StartThreadpool(threads, poll int) error {
 	if c.pool != nil {
 		return errors.New("llamacpp: the context already has a threadpool")
 	}
-	p := C.sov_threadpool_new(C.int(threads), C.int(poll))
+	p := C.sov_threadpool_new(cpuProc("ggml_threadpool_new"), C.int(threads), C.int(poll))
 	if p == nil {
 		return fmt.Errorf("llamacpp: could not start a threadpool of %d threads", threads)
 	}

@@ -5,7 +5,6 @@ package llamacpp
 #include "ggml.h"
 #include "ggml-alloc.h"
 #include "ggml-backend.h"
-#include "ggml-cpu.h"
 
 // sov_mul_mat computes out (n x rows) = x (n x cols) times the weight matrix
 // w (rows x cols of ggml type typ, in the file's layout) as one MUL_MAT on
@@ -15,10 +14,10 @@ package llamacpp
 // CPU_REPACK type is missing, -2 when it does not take this weight (as
 // llama.cpp would then keep it in a plain buffer), -3 on allocation failure,
 // -4 when wlen is not the matrix's size in its type.
-static int sov_mul_mat(int typ, const void *w, size_t wlen, int64_t cols, int64_t rows, const float *x, int64_t n,
+static int sov_mul_mat(void *set_threads, int typ, const void *w, size_t wlen, int64_t cols, int64_t rows, const float *x, int64_t n,
 		float *out, int threads, int repack, size_t *wbytes) {
 	ggml_backend_dev_t dev = ggml_backend_dev_by_type(GGML_BACKEND_DEVICE_TYPE_CPU);
-	ggml_backend_buffer_type_t wbuft = ggml_backend_cpu_buffer_type();
+	ggml_backend_buffer_type_t wbuft = ggml_backend_dev_buffer_type(dev);
 	if (repack) {
 		ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev);
 		ggml_backend_dev_get_extra_bufts_t get = (ggml_backend_dev_get_extra_bufts_t)
@@ -46,7 +45,7 @@ static int sov_mul_mat(int typ, const void *w, size_t wlen, int64_t cols, int64_
 	}
 	rc = -3;
 	wbuf = ggml_backend_alloc_ctx_tensors_from_buft(wctx, wbuft);
-	buf = ggml_backend_alloc_ctx_tensors(ctx, be = ggml_backend_cpu_init());
+	buf = ggml_backend_alloc_ctx_tensors(ctx, be = ggml_backend_dev_init(dev, NULL));
 	if (wbuf == NULL || buf == NULL || be == NULL) {
 		goto done;
 	}
@@ -58,7 +57,7 @@ static int sov_mul_mat(int typ, const void *w, size_t wlen, int64_t cols, int64_
 	}
 	ggml_backend_tensor_set(W, w, 0, ggml_nbytes(W));
 	ggml_backend_tensor_set(X, x, 0, ggml_nbytes(X));
-	ggml_backend_cpu_set_n_threads(be, threads);
+	((void (*)(ggml_backend_t, int))set_threads)(be, threads);
 	struct ggml_cgraph *gf = ggml_new_graph(ctx);
 	ggml_build_forward_expand(gf, Y);
 	if (ggml_backend_graph_compute(be, gf) != GGML_STATUS_SUCCESS) {
@@ -79,6 +78,7 @@ import "C"
 
 import (
 	"fmt"
+	"slices"
 	"unsafe"
 )
 
@@ -92,7 +92,9 @@ import (
 // file. weightBytes is what the weight took in its buffer (more than the
 // file's bytes where the layout widens it, as Q5_0 held as Q8_0 does).
 func MulMat(typ int, w []byte, cols, rows int, x []float32, n, threads int, repack bool) (out []float32, weightBytes int, err error) {
-	Init()
+	if _, err := Init(); err != nil {
+		return nil, 0, err
+	}
 	if len(x) != n*cols || len(w) == 0 || rows <= 0 || n <= 0 {
 		return nil, 0, fmt.Errorf("llamacpp.MulMat: %d activations for %d x %d, %d weight bytes", len(x), n, cols, len(w))
 	}
@@ -102,7 +104,7 @@ func MulMat(typ int, w []byte, cols, rows int, x []float32, n, threads int, repa
 	if repack {
 		rp = 1
 	}
-	switch rc := C.sov_mul_mat(C.int(typ), unsafe.Pointer(&w[0]), C.size_t(len(w)), C.int64_t(cols), C.int64_t(rows),
+	switch rc := C.sov_mul_mat(cpuProc("ggml_backend_set_n_threads"), C.int(typ), unsafe.Pointer(&w[0]), C.size_t(len(w)), C.int64_t(cols), C.int64_t(rows),
 		(*C.float)(unsafe.Pointer(&x[0])), C.int64_t(n), (*C.float)(unsafe.Pointer(&out[0])), C.int(threads), C.int(rp), &wb); rc {
 	case 0:
 		return out, int(wb), nil
@@ -117,6 +119,12 @@ func MulMat(typ int, w []byte, cols, rows int, x []float32, n, threads int, repa
 	}
 }
 
-// HasAVX512VNNI reports whether the linked ggml was compiled for AVX-512
-// VNNI, the CPUs where scripts/llama-cpp/patch.py's kernels are built in.
-func HasAVX512VNNI() bool { return C.ggml_cpu_has_avx512_vnni() != 0 }
+// HasAVX512VNNI reports whether the CPU backend in use was compiled for
+// AVX-512 VNNI (and this CPU has it), the variants where
+// scripts/llama-cpp/patch.py's kernels are built in.
+func HasAVX512VNNI() bool {
+	if _, err := Init(); err != nil {
+		return false
+	}
+	return slices.Contains(CPUFeatures(), "AVX512_VNNI")
+}

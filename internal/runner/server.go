@@ -90,6 +90,9 @@ func (s *Server) load() error {
 	if err != nil {
 		return err
 	}
+	if cpu, err := llamacpp.Init(); err == nil {
+		s.cfg.Log.Info("CPU kernels", "variant", cpu.String(), "features", llamacpp.CPUFeatures())
+	}
 	s.model = m
 	if !isEmbeddingModel(m) {
 		s.engine, err = NewEngine(m, s.cfg.Engine, s.cfg.Log)

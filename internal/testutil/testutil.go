@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 
@@ -29,8 +28,7 @@ func RepoRoot() string {
 }
 
 // Binary returns the path of the sovereign binary: $SOVEREIGN_BIN (set by
-// `make test`), or one built once per test process with the same cgo flags
-// as the Makefile.
+// `make test`), or one built once per test process by `make build`.
 func Binary(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("SOVEREIGN_BIN"); p != "" {
@@ -46,24 +44,11 @@ func Binary(t testing.TB) string {
 			return
 		}
 		root := RepoRoot()
-		// As the Makefile: llama.cpp's libraries for this machine, built
-		// once into the shared cache by scripts/llama-cpp.sh.
-		lb := exec.Command("bash", "scripts/llama-cpp.sh", "build", "native")
-		lb.Dir = root
-		var logs strings.Builder
-		lb.Stderr = &logs
-		out, err := lb.Output()
-		if err != nil {
-			buildErr = &buildError{err: err, out: logs.String()}
-			return
-		}
-		prefix := strings.TrimSpace(string(out))
-		bin := filepath.Join(dir, "sovereign")
-		cmd := exec.Command("go", "build", "-o", bin, "./cmd/sovereign")
+		// make build itself (the portable build: the binary and its
+		// libraries in ../lib/sovereign), so that tests run what ships.
+		bin := filepath.Join(dir, "bin", "sovereign")
+		cmd := exec.Command("make", "-s", "build", "BIN="+bin)
 		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=1",
-			"CGO_CPPFLAGS=-I"+prefix+"/include", "CGO_LDFLAGS=-L"+prefix+"/lib",
-			"CGO_CFLAGS=-O3 -march=native", "CGO_CXXFLAGS=-O3 -march=native")
 		if b, err := cmd.CombinedOutput(); err != nil {
 			buildErr = &buildError{err: err, out: string(b)}
 			return
