@@ -8,6 +8,10 @@
 #              answered by a tiny model in the data directory;
 #   upgrade to B: conffile edits kept, service restarted, data and key kept;
 #   remove, then purge: data deleted only by purge.
+# For the portable build (make build's default) it checks too that the
+# package ships the binary's libraries in /usr/lib/sovereign (regular
+# files, 0644), that `sovereign version` and the service's start-up banner
+# name the CPU variant chosen for this CPU, and that purge removes them.
 # The bookworm root filesystem is made with debootstrap from Debian's mirror
 # once and cached in ~/.cache/sovereign/deb-test (with the packages the
 # .deb depends on and minbase lacks in its apt cache, so the container needs
@@ -97,8 +101,34 @@ step "container up, systemd $state"
 
 podman exec "$ctr" bash /work/in-container.sh install "/work/sovereign_${va}_amd64.deb"
 step "install $va"
+
+# The CPU kernels of the installed binary (a portable build loads
+# llama.cpp's libraries and its CPU variant from /usr/lib/sovereign; the
+# chat above ran on them under the hardened unit).
+libs=$(dpkg-deb -c "$work/sovereign_${va}_amd64.deb" | grep -c '\./usr/lib/sovereign/lib' || true)
+out=$(podman exec "$ctr" sovereign version) || { echo "FAIL: sovereign version: $out" >&2; exit 1; }
+kernels=$(sed -n 's/^CPU kernels: //p' <<<"$out")
+if [ "$libs" -gt 0 ]; then
+	[[ "$kernels" =~ ^[a-z0-9_]+\ \(best\ of\ [0-9]+\ for\ this\ CPU\)$ ]] ||
+		{ echo "FAIL: the installed portable binary chose no CPU variant: $out" >&2; exit 1; }
+	# shellcheck disable=SC2016
+	podman exec "$ctr" sh -c 'n=0; for f in /usr/lib/sovereign/*; do
+		[ -f "$f" ] && [ ! -L "$f" ] && [ "$(stat -c %a:%U "$f")" = 644:root ] || { echo "FAIL: $f: $(stat -c "%F %a %U" "$f")" >&2; exit 1; }
+		dpkg -S "$f" >/dev/null || { echo "FAIL: $f belongs to no package" >&2; exit 1; }
+		n=$((n+1)); done; [ "$n" = "$1" ] || { echo "FAIL: $n files in /usr/lib/sovereign, the package has $1" >&2; exit 1; }' sh "$libs"
+	podman exec "$ctr" journalctl -u sovereign --no-pager | grep -qF "CPU kernels: $kernels" ||
+		{ echo "FAIL: the service's journal does not say \"CPU kernels: $kernels\"" >&2; exit 1; }
+	step "CPU kernels: ${kernels%% (*}, $libs libraries in /usr/lib/sovereign"
+else
+	[[ "$kernels" == built-in* ]] || { echo "FAIL: sovereign version: $out" >&2; exit 1; }
+	step "CPU kernels: $kernels (llama.cpp linked in)"
+fi
 podman exec "$ctr" bash /work/in-container.sh upgrade "/work/sovereign_${vb}_amd64.deb" "$vb"
 step "upgrade to $vb"
 podman exec "$ctr" bash /work/in-container.sh purge
+if podman exec "$ctr" test -e /usr/lib/sovereign; then
+	echo "FAIL: /usr/lib/sovereign is left after purge" >&2
+	exit 1
+fi
 step "remove and purge"
 echo "PASS: Debian package install, upgrade and purge"

@@ -14,6 +14,12 @@
 # that the container wrote nothing outside /data (`podman diff` is empty)
 # and nothing under /data as another user than 65532.
 #
+# The CPU kernels: `sovereign version` run in the image (entrypoint
+# overridden; there is no shell) must name them, and each server's log
+# too. For the portable build (make build's default: llama.cpp and ggml's
+# CPU variants in /usr/lib/sovereign) that is the variant chosen for this
+# CPU, "best of N"; the baseline variant (sse42) must load when asked for.
+#
 # With --network none the server's port cannot be reached from the host:
 # the checks run curl from the host inside the container's network
 # namespace (nsenter -t PID -n; root needed), which is what a probe sees,
@@ -109,6 +115,24 @@ if podman run --rm --network none --entrypoint /bin/sh "$BASE_TAG" -c true >/dev
 fi
 log "no /bin/sh in the image"
 
+# The CPU kernels the binary picks in the image. The portable build's layer
+# says how many libraries it put in /usr/lib/sovereign (internal/imagebuild).
+t=$(now)
+LIBS=$(podman history --no-trunc --format '{{.CreatedBy}}' "$BASE_TAG" | sed -n 's|.*/usr/lib/sovereign (\([0-9]*\) libraries).*|\1|p' | head -1)
+version() { podman run --rm --network none --read-only --entrypoint /usr/bin/sovereign "$@" version; }
+out=$(version "$BASE_TAG") || fail "sovereign version in $BASE_TAG: $out"
+KERNELS=$(sed -n 's/^CPU kernels: //p' <<<"$out")
+if [ -n "$LIBS" ]; then
+	[[ "$KERNELS" =~ ^[a-z0-9_]+\ \(best\ of\ [0-9]+\ for\ this\ CPU\)$ ]] ||
+		fail "$BASE_TAG (portable, $LIBS libraries in /usr/lib/sovereign): sovereign version chose no CPU variant: $out"
+	out=$(version -e SOVEREIGN_CPU_VARIANT=sse42 "$BASE_TAG") || fail "the sse42 variant in $BASE_TAG: $out"
+	grep -q '^CPU kernels: sse42 (set by SOVEREIGN_CPU_VARIANT)$' <<<"$out" || fail "the sse42 variant in $BASE_TAG: $out"
+	log "CPU kernels in the image: $KERNELS; sse42 loads too ($LIBS libraries in /usr/lib/sovereign; $(since "$t"))"
+else
+	[[ "$KERNELS" == built-in* ]] || fail "$BASE_TAG (llama.cpp linked in): sovereign version: $out"
+	log "CPU kernels in the image: $KERNELS (no /usr/lib/sovereign; $(since "$t"))"
+fi
+
 # run NAME TAG [podman args...]: start, check, stop, inspect.
 run() {
 	local name=$1 tag=$2
@@ -151,6 +175,10 @@ run() {
 		-d '{"model":"all-minilm-l6-v2","input":"a read-only container"}')
 	echo "$out" | grep -q '"embedding":\[' || fail "$name: embeddings: ${out:0:300}"
 	log "$name: embedding answered in $(since "$t")"
+	# The server says which kernels it computes with, the same as above.
+	podman logs "$name" 2>&1 | grep -qF "CPU kernels: $KERNELS" ||
+		{ podman logs "$name" 2>&1 | tail -20 >&2; fail "$name: no \"CPU kernels: $KERNELS\" in the server's log"; }
+	log "$name: the server's CPU kernels: $KERNELS"
 
 	t=$(now)
 	podman stop -t 60 "$name" >/dev/null

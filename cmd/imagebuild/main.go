@@ -1,5 +1,7 @@
-// Command imagebuild assembles Sovereign's OCI image from bin/sovereign and
-// Debian's packages, with no container daemon and no base image, and writes
+// Command imagebuild assembles Sovereign's OCI image from bin/sovereign (and
+// its libraries in lib/sovereign, for the default portable build: the image
+// has them in /usr/lib/sovereign) and Debian's packages, with no container
+// daemon and no base image, and writes
 // an OCI archive that `podman load` reads plus a CycloneDX SBOM. `make image`
 // runs it; docs/image.md explains the image.
 //
@@ -36,7 +38,7 @@ func run() error {
 	}
 	home, _ := os.UserCacheDir()
 	var (
-		bin       = flag.String("bin", "bin/sovereign", "the sovereign binary")
+		bin       = flag.String("bin", "bin/sovereign", "the sovereign binary (a portable build's libraries are taken from ../lib/sovereign beside it)")
 		version   = flag.String("version", "", "image version and tag (default: git describe --always --dirty)")
 		revision  = flag.String("revision", "", "git commit (default: git rev-parse HEAD)")
 		epochS    = flag.String("source-date-epoch", os.Getenv("SOURCE_DATE_EPOCH"), "mtimes and created time, Unix seconds (default: $SOURCE_DATE_EPOCH, else the last commit's time)")
@@ -131,6 +133,9 @@ func run() error {
 	}
 	for _, im := range res.Images() {
 		fmt.Printf("%s\t%s\n", im.Tag, im.Digest)
+	}
+	if len(res.Libs) > 0 {
+		fmt.Fprintf(os.Stderr, "%s with %d libraries in %s (portable build)\n", imagebuild.BinPath, len(res.Libs), imagebuild.LibDir)
 	}
 	fmt.Fprintf(os.Stderr, "wrote %s", *out)
 	if res.Models != nil {

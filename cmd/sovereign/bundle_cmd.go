@@ -21,16 +21,18 @@ const bundleUsage = `usage:
         write an ed25519 key pair: KEY (private, PEM PKCS #8, mode 0600) and KEY.pub (PEM)
   sovereign bundle create --out FILE.tar --key KEY [--models default|none|ID,ID...] [--models-dir DIR]
         [--binary PATH]
-        write a signed offline bundle: this binary (or --binary), the models (default: the
-        default models, which must be installed: sovereign models pull --defaults),
-        checksums, a CycloneDX SBOM and a manifest
+        write a signed offline bundle: this binary (or --binary) and, for the portable build,
+        its libraries (../lib/sovereign beside it), the models (default: the default models,
+        which must be installed: sovereign models pull --defaults), checksums, a CycloneDX
+        SBOM and a manifest
   sovereign bundle verify FILE.tar --pub KEY.pub
         check a bundle's signature and every checksum, and list what it holds
   sovereign bundle install FILE.tar --pub KEY.pub [--prefix DIR] [--bin-dir DIR] [--models-dir DIR]
         [--any-platform]
-        verify and install: the binary to PREFIX/bin, the models to PREFIX/data/models,
-        the SBOM to PREFIX/share/sovereign (PREFIX defaults to /opt/sovereign); nothing is
-        put in place unless the whole bundle verifies
+        verify and install: the binary to PREFIX/bin (its libraries to lib/sovereign beside
+        that bin directory), the models to PREFIX/data/models, the SBOM to
+        PREFIX/share/sovereign (PREFIX defaults to /opt/sovereign); nothing is put in place
+        unless the whole bundle verifies
 
 FILE.tar may be - for standard input (verify, install) or output (create).
 verify and install use no network. See docs/bundle.md.
@@ -76,7 +78,7 @@ func bundleCommand(ctx context.Context, args []string, stdin io.Reader, stdout, 
 		keyPath := fs.String("key", "", "private key to sign with (from `sovereign bundle keygen`)")
 		list := fs.String("models", "default", "models to carry: default, none, or ids separated by commas")
 		modelsDir := fs.String("models-dir", "", "models directory (default $SOVEREIGN_MODELS_DIR, else $SOVEREIGN_DATA_DIR/models)")
-		binary := fs.String("binary", "", "binary to carry (default: this one)")
+		binary := fs.String("binary", "", "binary to carry, with its libraries in ../lib/sovereign if it is a portable build (default: this one)")
 		pos, err := parseInterspersed(fs, rest)
 		if err != nil {
 			return helpOK(err)
@@ -89,7 +91,7 @@ func bundleCommand(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	case "verify", "install":
 		pubPath := fs.String("pub", "", "public key of the bundle's signer (KEY.pub)")
 		prefix := fs.String("prefix", defaultPrefix, "install prefix (install)")
-		binDir := fs.String("bin-dir", "", "where the binary goes (install; default PREFIX/bin)")
+		binDir := fs.String("bin-dir", "", "where the binary goes (install; default PREFIX/bin; its libraries go to lib/sovereign beside it, where it looks for them)")
 		modelsDir := fs.String("models-dir", "", "where the models go (install; default PREFIX/data/models)")
 		anyPlatform := fs.Bool("any-platform", false, "install a binary made for another OS or CPU (install)")
 		pos, err := parseInterspersed(fs, rest)
@@ -157,6 +159,9 @@ func bundleCreate(out, keyPath, list, modelsDir, binary string, stdout, stderr i
 		return fmt.Errorf("bundle create: %w", err)
 	}
 	if binary == "" {
+		// os.Executable is /proc/self/exe's target: the real file, whose
+		// ../lib/sovereign is where this binary loaded its libraries
+		// from, as the loader resolves $ORIGIN (bundle.Create finds them).
 		if binary, err = os.Executable(); err != nil {
 			return fmt.Errorf("bundle create: finding this binary: %w", err)
 		}
@@ -291,11 +296,14 @@ func printContents(w io.Writer, c *bundle.Contents) {
 
 // printInstalled says where things went and how to start the server.
 func printInstalled(w io.Writer, opts bundle.InstallOptions, res *bundle.Installed) {
-	fmt.Fprintf(w, "\ninstalled:\n  binary  %s\n", res.Binary)
-	for _, d := range res.Models {
-		fmt.Fprintf(w, "  model   %s\n", d)
+	fmt.Fprintf(w, "\ninstalled:\n  binary     %s\n", res.Binary)
+	if res.LibDir != "" {
+		fmt.Fprintf(w, "  libraries  %s (%d: llama.cpp and its CPU kernels, chosen at start for this CPU)\n", res.LibDir, len(res.Libraries))
 	}
-	fmt.Fprintf(w, "  SBOM    %s\n", res.SBOM)
+	for _, d := range res.Models {
+		fmt.Fprintf(w, "  model      %s\n", d)
+	}
+	fmt.Fprintf(w, "  SBOM       %s\n", res.SBOM)
 	dataDir := filepath.Dir(opts.ModelsDir)
 	env := "SOVEREIGN_DATA_DIR=" + dataDir
 	if filepath.Base(opts.ModelsDir) != "models" {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sovereign-ai/sovereign/internal/bundle/libdir"
 	"github.com/sovereign-ai/sovereign/internal/gguf/testmodel"
 	"github.com/sovereign-ai/sovereign/internal/models"
 	"github.com/sovereign-ai/sovereign/internal/testutil"
@@ -22,7 +23,8 @@ import (
 var procNetDev = regexp.MustCompile(`(?m)^\s*([^\s:|]+):(?:\s+\d+){16}\s*$`)
 
 // TestBundleOfflineInNetworkNamespace makes a bundle with the built binary
-// and then verifies and installs it, and runs what it installed, inside a
+// (and, for the portable build, its libraries) and then verifies and
+// installs it, and runs what it installed, inside a
 // network namespace that has only a loopback interface (`unshare -n`): the
 // air-gapped half of the workflow must need no network at all; the
 // installed server then answers a chat request there (with `ip` to bring
@@ -36,6 +38,13 @@ func TestBundleOfflineInNetworkNamespace(t *testing.T) {
 	}
 	bin := testutil.Binary(t)
 	dir := t.TempDir()
+	// A portable build (make build's default) carries its libraries.
+	libDir, libs, err := libdir.Of(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	portable := libDir != ""
+	t.Logf("%s: portable %v (%d libraries)", bin, portable, len(libs))
 
 	// A tiny model in a models store.
 	store, err := models.Open(filepath.Join(dir, "models"))
@@ -78,10 +87,20 @@ func TestBundleOfflineInNetworkNamespace(t *testing.T) {
 	}
 
 	// The SBOM describes the real binary: its Go modules with purls and
-	// hashes, and the llama.cpp it links (recorded in its cgo flags).
+	// hashes, and the llama.cpp it links (recorded in its cgo flags) and,
+	// for a portable build, the library files the bundle carries.
 	sbom := tarMember(t, filepath.Join(dir, "sovereign.tar"), "sovereign-bundle/sbom.cdx.json")
-	for _, want := range []string{`"specVersion": "1.5"`, `"purl": "pkg:golang/github.com/jackc/pgx/v5@v`, `"name": "std"`,
-		`"purl": "pkg:github/ggml-org/llama.cpp@b`, `"alg": "SHA-256"`} {
+	wants := []string{`"specVersion": "1.5"`, `"purl": "pkg:golang/github.com/jackc/pgx/v5@v`, `"name": "std"`,
+		`"purl": "pkg:github/ggml-org/llama.cpp@b`, `"alg": "SHA-256"`}
+	if portable {
+		wants = append(wants, "shared libraries", `"name": "lib/sovereign/libllama.so.0"`)
+		for _, l := range libs {
+			if !strings.Contains(out, "lib/sovereign/"+l.Name) {
+				t.Errorf("create's output does not list the library %s:\n%s", l.Name, out)
+			}
+		}
+	}
+	for _, want := range wants {
 		if !strings.Contains(sbom, want) {
 			t.Errorf("the SBOM lacks %s", want)
 		}
@@ -112,8 +131,23 @@ func TestBundleOfflineInNetworkNamespace(t *testing.T) {
 		t.Errorf("install's output does not say how to start:\n%s", out)
 	}
 	installedBin := filepath.Join(prefix, "bin", "sovereign")
-	if out := offline(true, installedBin, "version"); !strings.Contains(out, "sovereign ") {
+	// The installed binary runs with no network and nothing from the
+	// build tree (a portable one: its libraries from
+	// PREFIX/lib/sovereign), and has CPU kernels it can run here.
+	out = offline(true, installedBin, "version")
+	if !strings.Contains(out, "sovereign ") || !strings.Contains(out, "\nCPU kernels: ") {
 		t.Errorf("installed binary's version:\n%s", out)
+	}
+	if portable {
+		if !regexp.MustCompile(`(?m)^CPU kernels: \w+ \(best of \d+ for this CPU\)$`).MatchString(out) {
+			t.Errorf("the installed portable binary chose no CPU variant:\n%s", out)
+		}
+		for _, l := range libs {
+			st, err := os.Lstat(filepath.Join(prefix, "lib", "sovereign", l.Name))
+			if err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != 0o644 {
+				t.Errorf("installed library %s: %v %v", l.Name, st, err)
+			}
+		}
 	}
 	out = offline(true, installedBin, "models", "list", "--models-dir", filepath.Join(prefix, "data", "models"))
 	if !strings.Contains(out, "tiny-chat") {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -197,15 +198,122 @@ func TestPackage(t *testing.T) {
 		if strings.HasPrefix(path, "./var/") {
 			t.Errorf("package ships %s: /var/lib/sovereign is made by postinst and systemd", path)
 		}
+		// The test binary has no run path: no libraries of its own.
+		if strings.HasPrefix(path, "./usr/lib/sovereign") {
+			t.Errorf("package ships %s for a binary without libraries of its own", path)
+		}
 	}
 }
 
+// A portable binary (a stand-in built with cc, laid out as make build
+// lays out the real one): its libraries in /usr/lib/sovereign as regular
+// 0644 files under the names the loader opens, no development links, and
+// Depends covering what the libraries need (here libstdc++, which the
+// binary itself does not link).
+func TestPackagePortable(t *testing.T) {
+	bin := fakePortable(t)
+	o := Options{Binary: bin, Version: "1.2.3", OutDir: t.TempDir(), MTime: time.Unix(1795000000, 0)}
+	path, err := Build(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deb, _ := os.ReadFile(path)
+	members := readAr(t, deb)
+	gz, err := gzip.NewReader(bytes.NewReader(members["control.tar.gz"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctl := string(readTar(t, gz)["./control"].data)
+	if !regexp.MustCompile(`(?m)^Depends: libc6 \(>= 2\.\d+\), .*libstdc\+\+6.*, adduser, ca-certificates$`).MatchString(ctl) {
+		t.Errorf("Depends does not cover the library's libstdc++:\n%s", ctl)
+	}
+	zr, err := zstd.NewReader(bytes.NewReader(members["data.tar.zst"]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	data := readTar(t, zr)
+	var shipped []string
+	for p, f := range data {
+		name, ok := strings.CutPrefix(p, "./usr/lib/sovereign/")
+		if !ok || name == "" {
+			continue
+		}
+		shipped = append(shipped, name)
+		if f.typ != tar.TypeReg || f.mode != 0o644 || f.uid != 0 || f.gid != 0 || !f.mtime.Equal(o.MTime) {
+			t.Errorf("%s: type %c mode %o owner %d:%d mtime %v, want a regular root 0644 file", p, f.typ, f.mode, f.uid, f.gid, f.mtime)
+		}
+	}
+	sort.Strings(shipped)
+	if want := []string{"libsovtest-cpu-x.so", "libsovtest.so.0"}; strings.Join(shipped, " ") != strings.Join(want, " ") {
+		t.Errorf("/usr/lib/sovereign holds %q, want %q", shipped, want)
+	}
+	if f, ok := data["./usr/bin/sovereign"]; !ok || f.mode != 0o755 {
+		t.Errorf("/usr/bin/sovereign: %+v", f)
+	}
+
+	// Without the library the binary links, the package is not built.
+	dir := filepath.Join(filepath.Dir(filepath.Dir(bin)), "lib", "sovereign")
+	for _, n := range []string{"libsovtest.so.0", "libsovtest.so.0.1.0", "libsovtest.so"} {
+		os.Remove(filepath.Join(dir, n))
+	}
+	if _, err := Build(o); err == nil || !strings.Contains(err.Error(), "libsovtest.so.0") {
+		t.Errorf("a package of a portable binary without its library: %v", err)
+	}
+}
+
+// fakePortable builds, with cc, a binary whose run path is
+// $ORIGIN/../lib/sovereign and which links libsovtest.so.0 from there (the
+// file libsovtest.so.0.1.0 with the links libsovtest.so.0 and
+// libsovtest.so, as make build copies llama.cpp's), a library that needs
+// libstdc++, and a module without a SONAME, as ggml's CPU variants are.
+// (The server module's internal/bundle/libdir/libdirtest makes the same.)
+func fakePortable(t *testing.T) string {
+	t.Helper()
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skip("no C compiler (cc) to build stand-in shared libraries")
+	}
+	prefix := t.TempDir()
+	lib := filepath.Join(prefix, "lib", "sovereign")
+	bin := filepath.Join(prefix, "bin", "sovereign")
+	src := t.TempDir()
+	os.MkdirAll(lib, 0o755)
+	os.MkdirAll(filepath.Dir(bin), 0o755)
+	os.WriteFile(filepath.Join(src, "lib.c"), []byte("int sovtest_value(void) { return 42; }\n"), 0o644)
+	os.WriteFile(filepath.Join(src, "mod.c"), []byte("int sovtest_value(void);\nint sovtest_module(void) { return sovtest_value() + 1; }\n"), 0o644)
+	os.WriteFile(filepath.Join(src, "main.c"), []byte("#include <stdio.h>\nint sovtest_value(void);\nint main(void) { printf(\"%d\\n\", sovtest_value()); return 0; }\n"), 0o644)
+	run := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command(cc, args...)
+		cmd.Dir = src
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("cc %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	run("-shared", "-fPIC", "-o", filepath.Join(lib, "libsovtest.so.0.1.0"), "-Wl,-soname,libsovtest.so.0",
+		"-Wl,-rpath,$ORIGIN", "lib.c", "-Wl,--no-as-needed", "-lstdc++")
+	os.Symlink("libsovtest.so.0.1.0", filepath.Join(lib, "libsovtest.so.0"))
+	os.Symlink("libsovtest.so.0", filepath.Join(lib, "libsovtest.so"))
+	run("-shared", "-fPIC", "-o", filepath.Join(lib, "libsovtest-cpu-x.so"), "mod.c", "-L"+lib, "-l:libsovtest.so.0", "-Wl,-rpath,$ORIGIN")
+	run("-o", bin, "main.c", "-L"+lib, "-l:libsovtest.so.0", "-Wl,--enable-new-dtags,-rpath,$ORIGIN/../lib/sovereign")
+	if out, err := exec.Command(bin).CombinedOutput(); err != nil || string(out) != "42\n" {
+		t.Fatalf("the stand-in binary does not run: %v %s", err, out)
+	}
+	return bin
+}
+
 // The Depends of the real binary, when it is built: libc6 and libstdc++6
-// with minimum versions, and nothing unknown.
+// with minimum versions, and nothing unknown; for a portable build, the
+// minimum versions are at least what each of its libraries needs (they
+// need a newer libstdc++ than the binary).
 func TestDependsOfSovereign(t *testing.T) {
-	bin := "../../bin/sovereign"
+	bin := os.Getenv("SOVEREIGN_BIN")
+	if bin == "" {
+		bin = "../../bin/sovereign"
+	}
 	if _, err := os.Stat(bin); err != nil {
-		t.Skip("bin/sovereign not built")
+		t.Skipf("%s not built", bin)
 	}
 	deps, err := Depends(bin)
 	if err != nil {
@@ -218,6 +326,38 @@ func TestDependsOfSovereign(t *testing.T) {
 			t.Errorf("Depends %q lacks %s", joined, re)
 		}
 	}
+	libs, err := ownLibraries(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d libraries of its own", len(libs))
+	shipped := map[string]bool{}
+	for _, l := range libs {
+		shipped[l.name] = true
+	}
+	min := minVersions(deps)
+	for _, l := range append([]ownLib{{name: filepath.Base(bin), path: bin}}, libs...) {
+		own, err := dependsOf([]string{l.path}, shipped)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for pkg, v := range minVersions(own) {
+			if joinVersion(maxVersion(min[pkg], joinVersion(v))) != joinVersion(min[pkg]) {
+				t.Errorf("%s needs %s (>= %s), the package's Depends says %q", l.name, pkg, joinVersion(v), joined)
+			}
+		}
+	}
+}
+
+// minVersions maps "pkg (>= V)" entries to V.
+func minVersions(deps []string) map[string][]int {
+	m := map[string][]int{}
+	for _, d := range deps {
+		if pkg, v, ok := strings.Cut(d, " (>= "); ok {
+			m[pkg] = maxVersion(nil, strings.TrimSuffix(v, ")"))
+		}
+	}
+	return m
 }
 
 func TestVersionRequired(t *testing.T) {
@@ -230,6 +370,7 @@ func TestVersionRequired(t *testing.T) {
 
 type tarFile struct {
 	data     []byte
+	typ      byte
 	mode     int64
 	uid, gid int
 	mtime    time.Time
@@ -251,7 +392,7 @@ func readTar(t *testing.T, r io.Reader) map[string]tarFile {
 		if h.Typeflag == tar.TypeReg && h.Size < 1<<20 {
 			b, _ = io.ReadAll(tr)
 		}
-		out[h.Name] = tarFile{data: b, mode: h.Mode & 0o7777, uid: h.Uid, gid: h.Gid, mtime: h.ModTime}
+		out[h.Name] = tarFile{data: b, typ: h.Typeflag, mode: h.Mode & 0o7777, uid: h.Uid, gid: h.Gid, mtime: h.ModTime}
 	}
 }
 

@@ -10,14 +10,17 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/bundle/libdir/libdirtest"
 	"github.com/sovereign-ai/sovereign/internal/gguf/testmodel"
 	"github.com/sovereign-ai/sovereign/internal/models"
 	"github.com/sovereign-ai/sovereign/internal/sbom"
@@ -79,15 +82,22 @@ func newFixture(t testing.TB) *fixture {
 	return fx
 }
 
+// fakePortableFlags is the same for the portable build.
+const fakePortableFlags = "-L/root/.cache/sovereign/llama.cpp/" + sbom.LlamaCppPinVersion + "-portable-5325bc1abe11/lib -Wl,-rpath,$ORIGIN/../lib/sovereign"
+
 // buildInfo is the test binary's own build information, with the cgo flag
-// a `make build` binary records.
-func buildInfo(t testing.TB) *debug.BuildInfo {
+// a `make build MARCH=native` binary records.
+func buildInfo(t testing.TB) *debug.BuildInfo { return buildInfoWith(t, fakeLlamaFlags) }
+
+// buildInfoWith is the test binary's build information with the cgo flags
+// given.
+func buildInfoWith(t testing.TB, cgoLDFlags string) *debug.BuildInfo {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		t.Fatal("no build information in the test binary")
 	}
 	cp := *bi
-	cp.Settings = append([]debug.BuildSetting{{Key: "CGO_LDFLAGS", Value: fakeLlamaFlags}}, bi.Settings...)
+	cp.Settings = append([]debug.BuildSetting{{Key: "CGO_LDFLAGS", Value: cgoLDFlags}}, bi.Settings...)
 	return &cp
 }
 
@@ -161,6 +171,14 @@ func TestRoundTrip(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(opts.ShareDir, name)); err != nil {
 			t.Error(err)
 		}
+	}
+	// No libraries (a stand-in without a run path, as a build with
+	// llama.cpp linked in): format version 1, no lib directory made.
+	if c.Manifest.FormatVersion != 1 || len(c.Manifest.Libraries()) != 0 || res.LibDir != "" {
+		t.Errorf("format version %d, libraries %v, LibDir %q", c.Manifest.FormatVersion, c.Manifest.Libraries(), res.LibDir)
+	}
+	if _, err := os.Stat(filepath.Join(prefix, "lib")); err == nil {
+		t.Error("a bundle without libraries made PREFIX/lib")
 	}
 	noStaging(t, prefix)
 
@@ -611,5 +629,152 @@ func TestSBOMFromBinaryFile(t *testing.T) {
 	}
 	if _, err := Create(io.Discard, CreateOptions{BinaryPath: fx.binary, Version: "v1", Key: fx.priv}); err == nil || !strings.Contains(err.Error(), "Go build information") {
 		t.Errorf("a binary without Go build information: %v", err)
+	}
+}
+
+// A portable build's bundle (libdirtest's stand-in binary and libraries,
+// made with cc): format version 2; the libraries are regular members in
+// lib/sovereign under the names the loader opens, so that the binary of
+// the archive unpacked with tar runs (the first-install steps of
+// docs/bundle.md), and install puts them beside the binary it installs,
+// replacing an earlier directory whole.
+func TestRoundTripWithLibraries(t *testing.T) {
+	p := libdirtest.Build(t)
+	fx := newFixture(t)
+	create := func() []byte {
+		var buf bytes.Buffer
+		_, err := Create(&buf, CreateOptions{BinaryPath: p.Bin, Build: buildInfoWith(t, fakePortableFlags), Version: "v9.9.9-test",
+			Store: fx.store, Models: []string{"tiny-a"}, Key: fx.priv, Created: time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	data := create()
+	if !bytes.Equal(create(), data) {
+		t.Error("two bundles of the same inputs differ")
+	}
+	c, err := Read(bytes.NewReader(data), fx.pub, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var libs []string
+	for _, m := range c.Manifest.Libraries() {
+		libs = append(libs, m.Path)
+	}
+	if want := []string{"lib/sovereign/" + libdirtest.Module, "lib/sovereign/" + libdirtest.Library}; c.Manifest.FormatVersion != 2 || !slices.Equal(libs, want) {
+		t.Fatalf("format version %d, libraries %q; want 2, %q", c.Manifest.FormatVersion, libs, want)
+	}
+	es := entries(t, data)
+	doc := string(es[find(es, SBOMName)].body)
+	sbomtest.Validate(t, []byte(doc))
+	if !strings.Contains(doc, `"name": "lib/sovereign/`+libdirtest.Library+`"`) || !strings.Contains(doc, "shared libraries") {
+		t.Errorf("the SBOM does not list the libraries as llama.cpp's shared libraries:\n%s", doc)
+	}
+
+	// Unpacked with tar, as it is: the binary finds its libraries.
+	unpacked := t.TempDir()
+	tarCmd := exec.Command("tar", "-C", unpacked, "-xf", "-")
+	tarCmd.Stdin = bytes.NewReader(data)
+	if out, err := tarCmd.CombinedOutput(); err != nil {
+		t.Fatalf("tar -x: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(filepath.Join(unpacked, Root, BinaryName)).CombinedOutput(); err != nil || string(out) != "sovtest 42\n" {
+		t.Errorf("the unpacked bundle's binary: %v\n%s", err, out)
+	}
+
+	prefix := filepath.Join(fx.dir, "opt")
+	opts := InstallOptions{BinDir: filepath.Join(prefix, "bin"), ModelsDir: filepath.Join(prefix, "data", "models"), ShareDir: filepath.Join(prefix, "share", "sovereign")}
+	res, err := Install(bytes.NewReader(data), fx.pub, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	libDir := filepath.Join(prefix, "lib", "sovereign")
+	if res.LibDir != libDir || len(res.Libraries) != 2 {
+		t.Errorf("installed libraries %q in %q, want 2 in %s", res.Libraries, res.LibDir, libDir)
+	}
+	if st, err := os.Stat(libDir); err != nil || st.Mode().Perm() != 0o755 {
+		t.Errorf("%s: %v %v, want a 0755 directory", libDir, st, err)
+	}
+	for _, name := range []string{libdirtest.Library, libdirtest.Module} {
+		st, err := os.Lstat(filepath.Join(libDir, name))
+		if err != nil || !st.Mode().IsRegular() || st.Mode().Perm() != 0o644 {
+			t.Errorf("%s: %v %v, want a regular 0644 file", name, st, err)
+		}
+	}
+	run := func() string {
+		out, err := exec.Command(res.Binary, filepath.Join(libDir, libdirtest.Module)).CombinedOutput()
+		if err != nil {
+			t.Fatalf("the installed binary: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	if out := run(); out != "sovtest 42\nmodule 43\n" {
+		t.Errorf("the installed binary printed %q", out)
+	}
+	noStaging(t, prefix)
+
+	// An upgrade replaces the directory: nothing of the old one stays.
+	stale := filepath.Join(libDir, "libggml-cpu-old.so")
+	os.WriteFile(stale, []byte("old"), 0o644)
+	if _, err := Install(bytes.NewReader(data), fx.pub, opts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); err == nil {
+		t.Error("a library of the earlier install stayed")
+	}
+	run()
+	noStaging(t, prefix)
+
+	// A tampered library is refused, and a refused first install leaves
+	// no library behind.
+	i := find(es, "lib/sovereign/"+libdirtest.Library)
+	es[i].body = bytes.Clone(es[i].body)
+	es[i].body[len(es[i].body)/2] ^= 0x01
+	bad := archive(t, es)
+	other := filepath.Join(t.TempDir(), "opt")
+	_, err = Install(bytes.NewReader(bad), fx.pub, InstallOptions{BinDir: filepath.Join(other, "bin"),
+		ModelsDir: filepath.Join(other, "data", "models"), ShareDir: filepath.Join(other, "share")})
+	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "lib/sovereign/"+libdirtest.Library+" is damaged or was changed") {
+		t.Errorf("install of a bundle with a tampered library: %v", err)
+	}
+	assertEmptyInstall(t, other)
+	// … and an upgrade refused so leaves the installed libraries.
+	if _, err := Install(bytes.NewReader(bad), fx.pub, opts); !errors.Is(err, ErrRefused) {
+		t.Errorf("tampered upgrade: %v", err)
+	}
+	run()
+	noStaging(t, prefix)
+}
+
+// The manifest's rules for library members: under lib/sovereign, a
+// library's plain name, and only from format version 2.
+func TestLibraryMembers(t *testing.T) {
+	for p, ok := range map[string]bool{
+		"lib/sovereign/libllama.so.0": true, "lib/sovereign/libggml-cpu-zen4.so": true,
+		"lib/sovereign/x.sh": false, "lib/other/libx.so": false, "bin/libx.so": false, "lib/sovereign/sub/libx.so": false,
+		"lib/sovereign/libx.so.0/../../../etc/x": false, "libx.so": false,
+	} {
+		err := checkMember(Member{Path: p, Type: TypeLibrary, Size: 1})
+		if (err == nil) != ok {
+			t.Errorf("library member %q: %v", p, err)
+		}
+	}
+	if err := checkMember(Member{Path: "lib/sovereign/libx.so", Type: TypeLibrary, Model: "m"}); err == nil {
+		t.Error("a library member with a model")
+	}
+	manifest := func(version int) []byte {
+		b, _ := json.Marshal(Manifest{Format: FormatName, FormatVersion: version, Platform: "linux/amd64", Members: []Member{
+			{Path: SBOMName, Type: TypeSBOM}, {Path: BinaryName, Type: TypeBinary}, {Path: "lib/sovereign/libx.so.0", Type: TypeLibrary}}})
+		return b
+	}
+	if _, err := parseManifest(manifest(2)); err != nil {
+		t.Errorf("version 2 with a library: %v", err)
+	}
+	if _, err := parseManifest(manifest(1)); err == nil || !strings.Contains(err.Error(), "need format version 2") {
+		t.Errorf("version 1 with a library: %v", err)
+	}
+	if _, err := parseManifest(manifest(3)); err == nil || !strings.Contains(err.Error(), "format version 3") {
+		t.Errorf("version 3: %v", err)
 	}
 }

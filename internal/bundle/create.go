@@ -15,6 +15,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/bundle/libdir"
 	"github.com/sovereign-ai/sovereign/internal/models"
 )
 
@@ -23,6 +24,11 @@ type CreateOptions struct {
 	// BinaryPath is the sovereign binary to carry (the CLI passes
 	// os.Executable: the binary that makes the bundle).
 	BinaryPath string
+	// LibDir is the binary's library directory, whose libraries the
+	// bundle carries in lib/sovereign; empty is the one the binary's run
+	// path names ($ORIGIN/../lib/sovereign: a portable build's), none for
+	// a binary without one (libdir.Of).
+	LibDir string
 	// Build is the binary's Go build information for the SBOM; nil reads
 	// it from BinaryPath (tests pass their own with a stand-in binary).
 	Build *debug.BuildInfo
@@ -63,7 +69,8 @@ type Created struct {
 }
 
 // Create writes a signed bundle to w. It streams every member: the binary
-// is hashed once before and once while it is written, and a model's weights
+// and its libraries are hashed once before and once while they are
+// written, and a model's weights
 // only while they are written, checked against the sha256 the models store
 // recorded when it verified the model at pull time — so a model of many
 // GB is read once and never held in memory. If a file changes between the
@@ -95,7 +102,18 @@ func Create(w io.Writer, opts CreateOptions) (*Created, error) {
 			return nil, fmt.Errorf("create: reading the Go build information of %s: %w", opts.BinaryPath, err)
 		}
 	}
-	sbom, err := SBOM(SBOMInput{Build: bi, Version: opts.Version, BinarySHA256: binSum, Created: created})
+	// The binary's own libraries (hashed as they are listed, and again
+	// while they are copied, like the binary).
+	var libs []libdir.Lib
+	if opts.LibDir != "" {
+		libs, err = libdir.Read(opts.LibDir)
+	} else {
+		_, libs, err = libdir.Of(opts.BinaryPath)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("create: the binary's libraries: %w", err)
+	}
+	sbom, err := SBOM(SBOMInput{Build: bi, Version: opts.Version, BinarySHA256: binSum, Created: created, Libraries: libs})
 	if err != nil {
 		return nil, fmt.Errorf("create: %w", err)
 	}
@@ -103,6 +121,9 @@ func Create(w io.Writer, opts CreateOptions) (*Created, error) {
 	srcs := []source{
 		{member: Member{Path: SBOMName, Type: TypeSBOM, Size: int64(len(sbom))}, data: sbom, mode: 0o644, sha256: hexSum(sbomSum[:])},
 		{member: Member{Path: BinaryName, Type: TypeBinary, Size: binSize}, file: opts.BinaryPath, mode: 0o755, sha256: binSum},
+	}
+	for _, l := range libs {
+		srcs = append(srcs, source{member: Member{Path: LibraryDir + l.Name, Type: TypeLibrary, Size: l.Size}, file: l.Path, mode: 0o644, sha256: l.SHA256})
 	}
 
 	// The models, as the store holds them.
@@ -150,7 +171,13 @@ func Create(w io.Writer, opts CreateOptions) (*Created, error) {
 	}
 
 	// The metadata: manifest, checksums, signature.
-	man := Manifest{Format: FormatName, FormatVersion: FormatVersion, SovereignVersion: opts.Version, Platform: platform, Created: created}
+	// The oldest version that can describe the bundle: one without
+	// libraries stays readable by a sovereign that knows only version 1.
+	version := minFormatVersion
+	if len(libs) > 0 {
+		version = libraryFormatVersion
+	}
+	man := Manifest{Format: FormatName, FormatVersion: version, SovereignVersion: opts.Version, Platform: platform, Created: created}
 	sums := map[string]string{}
 	var order []string
 	for _, s := range srcs {

@@ -1,10 +1,11 @@
 // Package bundle writes, verifies and installs Sovereign's offline bundles:
 // one signed tar archive that carries everything an air-gapped machine
-// needs to run Sovereign — the binary, models from the models store, a
-// CycloneDX SBOM of the binary — so that installing it needs no network
-// and no trust in whoever carried the file.
+// needs to run Sovereign — the binary and, for the portable build, its
+// shared libraries, models from the models store, a CycloneDX SBOM of the
+// binary — so that installing it needs no network and no trust in whoever
+// carried the file.
 //
-// # Archive format (format version 1)
+// # Archive format (format versions 1 and 2)
 //
 // An uncompressed tar (POSIX ustar, with PAX records only where a member is
 // too large for ustar) whose members all sit under "sovereign-bundle/" and
@@ -15,8 +16,17 @@
 //	sovereign-bundle/SIGNATURE       ed25519 signature over manifest.json and SHA256SUMS
 //	sovereign-bundle/sbom.cdx.json   CycloneDX 1.5 SBOM of the binary
 //	sovereign-bundle/bin/sovereign   the binary
+//	sovereign-bundle/lib/sovereign/NAME
+//	                                 its libraries, for a portable build (version 2)
 //	sovereign-bundle/models/ID/manifest.json, sovereign-bundle/models/ID/model.gguf
 //	                                 each model, as laid out in the models store
+//
+// A portable build's binary loads llama.cpp and ggml's CPU variants from
+// $ORIGIN/../lib/sovereign (package libdir): the bundle carries them there,
+// each a regular file under the name the loader opens, so that the binary
+// of an unpacked bundle runs as it is, and install puts them beside the
+// binary it installs. Version 2 is version 1 plus these members; a bundle
+// without libraries is written as version 1, which older readers accept.
 //
 // The three metadata members come first so that a reader authenticates the
 // list of members and their checksums before it reads (or writes to disk) a
@@ -51,12 +61,22 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/bundle/libdir"
 	"github.com/sovereign-ai/sovereign/internal/models"
 )
 
-// FormatVersion is the version of the archive layout this package writes
-// and the only one it reads.
-const FormatVersion = 1
+// FormatVersion is the newest version of the archive layout, which this
+// package writes when a bundle holds libraries (TypeLibrary members, new in
+// version 2); it reads every version from 1 to this one.
+const FormatVersion = 2
+
+// minFormatVersion is the oldest version read, and what Create writes for
+// a bundle without libraries (a build with llama.cpp linked in), so that a
+// sovereign that reads version 1 only still installs it.
+const minFormatVersion = 1
+
+// libraryFormatVersion is the first version with library members.
+const libraryFormatVersion = 2
 
 // FormatName is the manifest's "format" value.
 const FormatName = "sovereign-bundle"
@@ -71,6 +91,9 @@ const (
 	SignatureName = "SIGNATURE"
 	SBOMName      = "sbom.cdx.json"
 	BinaryName    = "bin/sovereign"
+	// LibraryDir holds the binary's libraries: bin/sovereign's run path,
+	// $ORIGIN/../lib/sovereign.
+	LibraryDir = "lib/sovereign/"
 )
 
 // Member types, as in [Member.Type].
@@ -79,6 +102,7 @@ const (
 	TypeBinary        = "binary"
 	TypeModelManifest = "model-manifest"
 	TypeModel         = "model"
+	TypeLibrary       = "library" // format version 2
 )
 
 // Limits on what a reader holds in memory before it has authenticated it:
@@ -158,6 +182,11 @@ func checkMember(m Member) error {
 		if m.Path != BinaryName || m.Model != "" {
 			return fmt.Errorf("member %q: a binary member must be %s", m.Path, BinaryName)
 		}
+	case TypeLibrary:
+		dir, file := path.Split(m.Path)
+		if dir != LibraryDir || !libdir.ValidName(file) || m.Model != "" {
+			return fmt.Errorf("member %q: a library must be %slib….so[.N…]", m.Path, LibraryDir)
+		}
 	case TypeModelManifest, TypeModel:
 		if err := models.ValidateID(m.Model); err != nil {
 			return fmt.Errorf("member %q: %w", m.Path, err)
@@ -220,8 +249,8 @@ func parseManifest(b []byte) (Manifest, error) {
 	if m.Format != FormatName {
 		return Manifest{}, fmt.Errorf("%s: format %q, want %q", ManifestName, m.Format, FormatName)
 	}
-	if m.FormatVersion != FormatVersion {
-		return Manifest{}, fmt.Errorf("%s: format version %d; this sovereign reads version %d", ManifestName, m.FormatVersion, FormatVersion)
+	if m.FormatVersion < minFormatVersion || m.FormatVersion > FormatVersion {
+		return Manifest{}, fmt.Errorf("%s: format version %d; this sovereign reads versions %d to %d", ManifestName, m.FormatVersion, minFormatVersion, FormatVersion)
 	}
 	if len(m.Members) > maxMembers {
 		return Manifest{}, fmt.Errorf("%s: %d members, more than %d", ManifestName, len(m.Members), maxMembers)
@@ -241,6 +270,10 @@ func parseManifest(b []byte) (Manifest, error) {
 			binaries++
 		case TypeSBOM:
 			sboms++
+		case TypeLibrary:
+			if m.FormatVersion < libraryFormatVersion {
+				return Manifest{}, fmt.Errorf("%s: member %q: libraries need format version %d, the manifest says %d", ManifestName, mem.Path, libraryFormatVersion, m.FormatVersion)
+			}
 		}
 	}
 	if binaries != 1 || sboms != 1 {
@@ -281,6 +314,17 @@ func (m Manifest) Models() []string {
 		}
 	}
 	return ids
+}
+
+// Libraries returns the bundle's library members, in manifest order.
+func (m Manifest) Libraries() []Member {
+	var libs []Member
+	for _, mem := range m.Members {
+		if mem.Type == TypeLibrary {
+			libs = append(libs, mem)
+		}
+	}
+	return libs
 }
 
 // formatSums renders SHA256SUMS: "<hex>  <path>\n" per member, the format

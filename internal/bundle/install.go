@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 )
@@ -20,6 +21,10 @@ const stagingPrefix = ".staging-bundle-"
 type InstallOptions struct {
 	// BinDir receives the binary as BinDir/sovereign.
 	BinDir string
+	// LibDir receives the binary's libraries, when the bundle holds
+	// any (a portable build); empty is BinDir/../lib/sovereign, where
+	// the binary's run path ($ORIGIN/../lib/sovereign) looks for them.
+	LibDir string
 	// ModelsDir is the models store the models go into (the server's
 	// SOVEREIGN_MODELS_DIR, by default $SOVEREIGN_DATA_DIR/models).
 	ModelsDir string
@@ -36,18 +41,27 @@ type InstallOptions struct {
 type Installed struct {
 	Contents *Contents
 	Binary   string
-	Models   []string // model directories
-	SBOM     string
+	// LibDir holds the libraries installed; empty when the bundle has
+	// none.
+	LibDir    string
+	Libraries []string // their paths
+	Models    []string // model directories
+	SBOM      string
 }
 
 // Install verifies a bundle while it unpacks it into temporary files next
 // to their destinations, and only once every check of [Read] has passed
-// moves them into place with renames: the binary, each model directory (a
-// model of the same id is replaced), the SBOM and manifest. A refused or
-// failed install leaves the destinations as they were. Each rename is
-// atomic; the set is not, so a crash between renames leaves some parts
-// new and some old, and running the install again completes it.
+// moves them into place with renames: the library directory (replaced
+// whole, so that no library of an earlier version stays behind; before
+// the binary, which must not appear without them), the binary, each model
+// directory (a model of the same id is replaced), the SBOM and manifest. A
+// refused or failed install leaves the destinations as they were. Each
+// rename is atomic; the set is not, so a crash between renames leaves some
+// parts new and some old, and running the install again completes it.
 func Install(r io.Reader, pub ed25519.PublicKey, opts InstallOptions) (*Installed, error) {
+	if opts.LibDir == "" && opts.BinDir != "" {
+		opts.LibDir = filepath.Join(filepath.Dir(filepath.Clean(opts.BinDir)), "lib", "sovereign")
+	}
 	for _, d := range []string{opts.BinDir, opts.ModelsDir, opts.ShareDir} {
 		if d == "" {
 			return nil, errors.New("install: a destination directory is empty")
@@ -68,6 +82,15 @@ func Install(r io.Reader, pub ed25519.PublicKey, opts InstallOptions) (*Installe
 	defer os.RemoveAll(shareStage)
 	binTmp := filepath.Join(opts.BinDir, ".sovereign"+stagingPrefix+filepath.Base(modelStage))
 	defer os.Remove(binTmp)
+	// The libraries' stage is made beside the library directory (the
+	// same file system, for the rename) on the first library: a bundle
+	// without any creates no directory for them.
+	var libStage string
+	defer func() {
+		if libStage != "" {
+			os.RemoveAll(libStage)
+		}
+	}()
 
 	var open []*os.File
 	defer func() {
@@ -83,6 +106,24 @@ func Install(r io.Reader, pub ed25519.PublicKey, opts InstallOptions) (*Installe
 			dst, mode = binTmp, 0o755
 		case TypeSBOM:
 			dst = filepath.Join(shareStage, SBOMName)
+		case TypeLibrary:
+			if libStage == "" {
+				parent := filepath.Dir(opts.LibDir)
+				if err := os.MkdirAll(parent, 0o755); err != nil {
+					return nil, fmt.Errorf("install: %w", err)
+				}
+				stage, err := os.MkdirTemp(parent, stagingPrefix)
+				if err != nil {
+					return nil, fmt.Errorf("install: %w", err)
+				}
+				libStage = stage
+				if err := os.Mkdir(filepath.Join(libStage, "lib"), 0o755); err != nil {
+					return nil, fmt.Errorf("install: %w", err)
+				}
+			}
+			// m.Path is lib/sovereign/<a library's plain name>,
+			// checked against the signed manifest's rules.
+			dst = filepath.Join(libStage, "lib", path.Base(m.Path))
 		case TypeModel, TypeModelManifest:
 			// m.Path was checked against the signed manifest's rules
 			// (models/<valid id>/<plain name>): it stays in the stage.
@@ -130,6 +171,20 @@ func Install(r io.Reader, pub ed25519.PublicKey, opts InstallOptions) (*Installe
 	}
 
 	out := &Installed{Contents: c, Binary: filepath.Join(opts.BinDir, "sovereign"), SBOM: filepath.Join(opts.ShareDir, SBOMName)}
+	if libs := c.Manifest.Libraries(); len(libs) > 0 {
+		// The stage's mode is MkdirTemp's 0700; the installed
+		// directory must be readable by the service's user.
+		if err := os.Chmod(filepath.Join(libStage, "lib"), 0o755); err != nil {
+			return nil, fmt.Errorf("install: %w", err)
+		}
+		if err := replaceDir(filepath.Join(libStage, "lib"), opts.LibDir, libStage); err != nil {
+			return nil, fmt.Errorf("install: libraries: %w", err)
+		}
+		out.LibDir = opts.LibDir
+		for _, l := range libs {
+			out.Libraries = append(out.Libraries, filepath.Join(opts.LibDir, path.Base(l.Path)))
+		}
+	}
 	if err := os.Rename(binTmp, out.Binary); err != nil {
 		return nil, fmt.Errorf("install: %w", err)
 	}
@@ -145,7 +200,11 @@ func Install(r io.Reader, pub ed25519.PublicKey, opts InstallOptions) (*Installe
 			return nil, fmt.Errorf("install: %w", err)
 		}
 	}
-	for _, d := range []string{opts.BinDir, opts.ModelsDir, opts.ShareDir} {
+	dirs := []string{opts.BinDir, opts.ModelsDir, opts.ShareDir}
+	if out.LibDir != "" {
+		dirs = append(dirs, out.LibDir, filepath.Dir(out.LibDir))
+	}
+	for _, d := range dirs {
 		syncDir(d)
 	}
 	return out, nil

@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/sovereign-ai/sovereign/internal/bundle/libdir"
 	"github.com/sovereign-ai/sovereign/internal/sbom"
 )
 
@@ -20,13 +21,18 @@ type SBOMInput struct {
 	BinarySHA256 string
 	// Created is the SBOM's timestamp.
 	Created time.Time
+	// Libraries are the binary's own libraries (a portable build's),
+	// listed as files of the llama.cpp component under the paths the
+	// bundle gives them (lib/sovereign/NAME).
+	Libraries []libdir.Lib
 }
 
 // SBOM returns a CycloneDX 1.5 JSON SBOM of a Sovereign binary: the binary
 // itself as the metadata component (with its sha256), and as components
 // every Go module linked into it (version, pkg:golang purl, and the module's
 // go.sum hash when the build recorded one), the Go standard library, and
-// the llama.cpp release the binary links when its cgo flags record it.
+// the llama.cpp release the binary links when its cgo flags record it
+// (with the library files the bundle carries, for a portable build).
 func SBOM(in SBOMInput) ([]byte, error) {
 	bi := in.Build
 	if bi == nil {
@@ -56,6 +62,13 @@ func SBOM(in SBOMInput) ([]byte, error) {
 	main.Properties = append(main.Properties, sbom.Property{Name: "cdx:gomod:build:goversion", Value: bi.GoVersion})
 
 	comps := sbom.GoComponents(bi)
+	for i := range comps {
+		if comps[i].Name == "llama.cpp" {
+			for _, l := range in.Libraries {
+				comps[i].Components = append(comps[i].Components, sbom.FileComponent(LibraryDir+l.Name, l.SHA256))
+			}
+		}
+	}
 	deps := make([]string, 0, len(comps))
 	for _, c := range comps {
 		deps = append(deps, c.BOMRef)
@@ -77,9 +90,13 @@ func SBOM(in SBOMInput) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// serialNumber derives from the binary's hash and the time, so two bundles
-// of the same binary made at the same second get the same SBOM
-// (reproducible), and different ones differ.
+// serialNumber derives from the hashes of the binary and its libraries and
+// the time, so two bundles of the same files made at the same second get
+// the same SBOM (reproducible), and different ones differ.
 func serialNumber(in SBOMInput) string {
-	return sbom.Serial([]byte(in.BinarySHA256 + "|" + in.Created.UTC().Format(time.RFC3339Nano)))
+	seed := in.BinarySHA256 + "|" + in.Created.UTC().Format(time.RFC3339Nano)
+	for _, l := range in.Libraries {
+		seed += "|" + l.Name + "=" + l.SHA256
+	}
+	return sbom.Serial([]byte(seed))
 }

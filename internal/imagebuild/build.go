@@ -1,9 +1,11 @@
 // Package imagebuild assembles Sovereign's OCI image without a daemon and
-// without a base image: the root filesystem is the sovereign binary plus
-// the files it needs from Debian's packages, and every byte of the result
-// follows from the inputs (the binary, the .deb files, the models, the
-// version strings and SOURCE_DATE_EPOCH), so building twice gives the same
-// digests. See docs/image.md.
+// without a base image: the root filesystem is the sovereign binary, its
+// own shared libraries when it is a portable build (llama.cpp and ggml's
+// CPU variants, from lib/sovereign beside bin/; internal/bundle/libdir),
+// plus the files they need from Debian's packages, and every byte of the
+// result follows from the inputs (the binary and its libraries, the .deb
+// files, the models, the version strings and SOURCE_DATE_EPOCH), so
+// building twice gives the same digests. See docs/image.md.
 package imagebuild
 
 import (
@@ -26,6 +28,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/sovereign-ai/sovereign/internal/bundle/libdir"
 )
 
 // Options are the inputs of an image.
@@ -58,6 +62,9 @@ type Result struct {
 	Base    Image
 	Models  *Image
 	Files   *Tree // the Debian layer, for the SBOM and checks
+	// Libs are the binary's own libraries, in LibDir; none for a build
+	// with llama.cpp linked in.
+	Libs []libdir.Lib
 }
 
 // Images returns the built images, base first.
@@ -74,6 +81,9 @@ const (
 	ModelsDir = "/models"
 	BinPath   = "/usr/bin/sovereign"
 	Port      = "8080/tcp"
+	// LibDir holds a portable binary's libraries: its run path
+	// ($ORIGIN/../lib/sovereign) seen from BinPath.
+	LibDir = "/usr/lib/sovereign"
 )
 
 // Build assembles the images.
@@ -89,17 +99,33 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckLibraries(deb, o.Binary); err != nil {
+	_, libs, err := libdir.Of(o.Binary)
+	if err != nil {
+		return nil, fmt.Errorf("imagebuild: %w", err)
+	}
+	if err := checkLibraries(deb, o.Binary, libs); err != nil {
 		return nil, fmt.Errorf("imagebuild: %s in this image: %w", o.Binary, err)
 	}
 	st, err := os.Stat(o.Binary)
 	if err != nil {
 		return nil, err
 	}
+	// The second layer is Sovereign's own: the binary and its libraries,
+	// each a regular file under the name the loader looks for (libdir),
+	// read-only for all but root. The Debian layer, which changes less
+	// often, stays shared between builds.
 	bin := NewTree()
 	bin.Add(&File{Path: BinPath, Type: tar.TypeReg, Mode: 0o755, Src: o.Binary, Size: st.Size()})
+	for _, l := range libs {
+		bin.Add(&File{Path: LibDir + "/" + l.Name, Type: tar.TypeReg, Mode: 0o644, Src: l.Path, Size: l.Size})
+	}
 	delete(bin.files, "/usr") // the Debian layer has the directories
 	delete(bin.files, "/usr/bin")
+	delete(bin.files, "/usr/lib")
+	ownFiles := BinPath
+	if len(libs) > 0 {
+		ownFiles += fmt.Sprintf(" and %s (%d libraries)", LibDir, len(libs))
+	}
 
 	debLayer, err := gzipLayer(deb.Opener(epoch))
 	if err != nil {
@@ -120,7 +146,7 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 		mutate.Addendum{Layer: debLayer, MediaType: types.OCILayer, History: v1.History{Created: created,
 			CreatedBy: "imagebuild: files from Debian packages " + strings.Join(pkgs, " ") + "; passwd, group, CA bundle, /data"}},
 		mutate.Addendum{Layer: binLayer, MediaType: types.OCILayer, History: v1.History{Created: created,
-			CreatedBy: "imagebuild: " + BinPath}},
+			CreatedBy: "imagebuild: " + ownFiles}},
 	)
 	if err != nil {
 		return nil, err
@@ -158,7 +184,7 @@ func Build(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Options: o, Files: deb}
+	res := &Result{Options: o, Files: deb, Libs: libs}
 	res.Base = Image{Tag: o.Name + ":" + o.Version, Image: img}
 	if res.Base.Digest, err = img.Digest(); err != nil {
 		return nil, err

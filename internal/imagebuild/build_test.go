@@ -11,12 +11,15 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/sovereign-ai/sovereign/internal/bundle/libdir"
+	"github.com/sovereign-ai/sovereign/internal/bundle/libdir/libdirtest"
 	"github.com/sovereign-ai/sovereign/internal/sbom/sbomtest"
 )
 
@@ -225,6 +228,29 @@ func TestImageReproducibleAndMinimal(t *testing.T) {
 	if err := CheckLibraries(res.Files, bin); err != nil {
 		t.Error(err)
 	}
+	// A portable binary's libraries beside it in /usr/lib/sovereign, each
+	// a regular root-owned 0644 file; none for a build with llama.cpp in.
+	if len(res.Libs) == 0 {
+		if _, ok := files["usr/lib/sovereign"]; ok {
+			t.Errorf("%s has no libraries of its own, but the image has /usr/lib/sovereign", bin)
+		}
+	}
+	for _, l := range res.Libs {
+		h := files["usr/lib/sovereign/"+l.Name]
+		if h == nil || h.Typeflag != tar.TypeReg || h.Mode != 0o644 || h.Uid != 0 || h.Size != l.Size {
+			t.Errorf("/usr/lib/sovereign/%s: %+v, want a regular file of %d bytes, root's, 0644", l.Name, h, l.Size)
+		}
+	}
+	if slices.ContainsFunc(res.Libs, func(l libdir.Lib) bool { return l.Name == "libllama.so.0" }) {
+		t.Logf("portable build: %d libraries in /usr/lib/sovereign", len(res.Libs))
+		// Run in the image's root filesystem (chroot: only its own
+		// loader and libraries), the binary picks a CPU variant.
+		out := runInRoot(t, res.Base, "/usr/bin/sovereign", "version")
+		if out != "" && !regexp.MustCompile(`(?m)^CPU kernels: \w+ \(best of \d+ for this CPU\)$`).MatchString(out) {
+			t.Errorf("sovereign version in the image's root:\n%s", out)
+		}
+		t.Logf("sovereign version in the image's root: %q", out)
+	}
 
 	// The SBOM: CycloneDX 1.5, the packages, the modules, the digests.
 	var bom struct {
@@ -268,6 +294,15 @@ func TestImageReproducibleAndMinimal(t *testing.T) {
 			t.Errorf("SBOM: no component %s…", want)
 		}
 	}
+	if len(res.Libs) > 0 {
+		// The llama.cpp component holds the library files with their hashes.
+		for _, l := range res.Libs {
+			if !strings.Contains(string(b[0].sbom), `"name": "/usr/lib/sovereign/`+l.Name+`"`) ||
+				!strings.Contains(string(b[0].sbom), l.SHA256) {
+				t.Errorf("SBOM: no file component for /usr/lib/sovereign/%s", l.Name)
+			}
+		}
+	}
 	if !strings.Contains(joined, "distro=debian-") {
 		t.Errorf("SBOM: Debian purls lack the distro")
 	}
@@ -303,4 +338,133 @@ func sha256File(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// A binary with libraries of its own (libdirtest's stand-in for the
+// portable build, made with cc): the image holds them in /usr/lib/sovereign
+// under the names the loader looks for, and the binary runs there; the
+// checks resolve what the libraries need as well as what the binary does.
+func TestImageWithOwnLibraries(t *testing.T) {
+	p := libdirtest.Build(t)
+	_, debs, _ := testInputs(t)
+	ctx := context.Background()
+	epoch := time.Unix(1795879479, 0).UTC()
+	opts := Options{Binary: p.Bin, Debs: debs, Epoch: epoch, Version: "v0.0.0-libs"}
+	res, err := Build(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := Build(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Base.Digest != again.Base.Digest {
+		t.Errorf("digests differ between two builds: %s, %s", res.Base.Digest, again.Base.Digest)
+	}
+	files := flatten(t, &res.Base)
+	var shipped []string
+	for p, h := range files {
+		if strings.HasPrefix(p, "usr/lib/sovereign/") {
+			shipped = append(shipped, strings.TrimPrefix(p, "usr/lib/sovereign/"))
+			if h.Typeflag != tar.TypeReg || h.Mode != 0o644 || h.Uid != 0 || h.Gid != 0 || !h.ModTime.Equal(epoch) {
+				t.Errorf("%s: type %c mode %o owner %d:%d mtime %v", p, h.Typeflag, h.Mode, h.Uid, h.Gid, h.ModTime)
+			}
+		}
+	}
+	slices.Sort(shipped)
+	// The development link (libsovtest.so) and the versioned file name
+	// (libsovtest.so.0.1.0) are not what the loader opens.
+	if want := []string{libdirtest.Module, libdirtest.Library}; !slices.Equal(shipped, want) {
+		t.Errorf("/usr/lib/sovereign holds %q, want %q", shipped, want)
+	}
+	if h := files["usr/lib/sovereign"]; h == nil || h.Typeflag != tar.TypeDir || h.Mode != 0o755 || h.Uid != 0 {
+		t.Errorf("/usr/lib/sovereign: %+v", h)
+	}
+	cf, _ := res.Base.Image.ConfigFile()
+	if by := cf.History[len(cf.History)-1].CreatedBy; !strings.Contains(by, "/usr/lib/sovereign (2 libraries)") {
+		t.Errorf("the layer's history says %q", by)
+	}
+	if out := runInRoot(t, res.Base, "/usr/bin/sovereign", "/usr/lib/sovereign/"+libdirtest.Module); out != "" && out != "sovtest 42\nmodule 43\n" {
+		t.Errorf("the binary in the image's root: %q", out)
+	}
+
+	// What the libraries need must be in the image too: without
+	// libstdc++, which only the library needs, the image is refused.
+	var noCxx []Deb
+	for _, d := range debs {
+		if d.Package != "libstdc++6" {
+			noCxx = append(noCxx, d)
+		}
+	}
+	_, err = Build(ctx, Options{Binary: p.Bin, Debs: noCxx, Epoch: epoch, Version: "v0.0.0-libs"})
+	if err == nil || !strings.Contains(err.Error(), "libstdc++.so.6, which /usr/lib/sovereign/"+libdirtest.Library+" needs, is not in the image") {
+		t.Errorf("an image without libstdc++: %v", err)
+	}
+	// NeededPackages resolves the libraries' needs and leaves their own
+	// names (not on this machine) out.
+	pkgs, err := NeededPackages(ctx, p.Bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(pkgs, "libstdc++6") || !slices.Contains(pkgs, "libc6") {
+		t.Errorf("NeededPackages: %q, want libc6 and libstdc++6", pkgs)
+	}
+	// A lib directory without the library the binary needs.
+	os.Remove(filepath.Join(p.LibDir, libdirtest.Library))
+	os.Remove(filepath.Join(p.LibDir, libdirtest.Library+".1.0"))
+	os.Remove(filepath.Join(p.LibDir, "libsovtest.so"))
+	if err := CheckLibraries(res.Files, p.Bin); err == nil || !strings.Contains(err.Error(), libdirtest.Library+", which sovereign needs, is not in the image") {
+		t.Errorf("CheckLibraries without the library: %v", err)
+	}
+}
+
+// runInRoot unpacks the image's root filesystem and runs a command in it
+// with chroot, so that only the image's loader and libraries serve it; it
+// returns the output, or "" (the check left out) where this process may
+// not chroot and mount (not root).
+func runInRoot(t *testing.T, im Image, args ...string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Logf("not root: %s not run in the image's root filesystem", args[0])
+		return ""
+	}
+	root := t.TempDir()
+	rc := mutate.Extract(im.Image)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(root, filepath.FromSlash(path.Clean("/"+h.Name)))
+		switch h.Typeflag {
+		case tar.TypeDir:
+			err = os.MkdirAll(p, 0o755)
+		case tar.TypeSymlink:
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			err = os.Symlink(h.Linkname, p)
+		case tar.TypeReg:
+			os.MkdirAll(filepath.Dir(p), 0o755)
+			var f *os.File
+			if f, err = os.OpenFile(p, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, os.FileMode(h.Mode&0o777)); err == nil {
+				_, err = io.Copy(f, tr)
+				f.Close()
+			}
+		}
+		if err != nil {
+			t.Fatalf("unpacking %s: %v", h.Name, err)
+		}
+	}
+	// /proc mounted in a mount namespace of its own, as a container
+	// engine does: the loader reads /proc/self/exe to expand $ORIGIN.
+	script := `mount -t proc proc "$1/proc" && exec chroot "$@"`
+	out, err := exec.Command("unshare", append([]string{"-m", "--propagation", "private", "sh", "-c", script, "sh", root}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("chroot %s %s: %v\n%s", root, strings.Join(args, " "), err, out)
+	}
+	return string(out)
 }

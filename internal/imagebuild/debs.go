@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/sovereign-ai/sovereign/internal/bundle/libdir"
 )
 
 // BasePackages are the Debian packages whose files every image holds: the C
@@ -225,7 +227,9 @@ func debFiles(ctx context.Context, path string, fn func(h *tar.Header, r io.Read
 
 // NeededPackages returns the Debian packages that hold the shared libraries
 // the ELF file bin needs on this machine (what ldd shows, found with
-// dpkg -S).
+// dpkg -S), and those its own libraries need (a portable build's
+// lib/sovereign, the CPU modules included: libdir), which themselves ship
+// with the binary and need no package.
 func NeededPackages(ctx context.Context, bin string) ([]string, error) {
 	f, err := elf.Open(bin)
 	if err != nil {
@@ -236,8 +240,28 @@ func NeededPackages(ctx context.Context, bin string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	needer := map[string]string{}
+	for _, l := range libs {
+		needer[l] = bin
+	}
+	dir, own, err := libdir.Of(bin)
+	if err != nil {
+		return nil, err
+	}
+	shipped := libdir.Names(own)
+	for _, l := range own {
+		for _, n := range l.Needed {
+			if _, ok := needer[n]; !ok {
+				needer[n] = filepath.Join(dir, l.Name)
+				libs = append(libs, n)
+			}
+		}
+	}
 	var pkgs []string
-	for _, lib := range libs {
+	for _, lib := range uniqueSorted(libs) {
+		if shipped[lib] {
+			continue
+		}
 		var found string
 		for _, dir := range []string{"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64"} {
 			p := filepath.Join(dir, lib)
@@ -247,7 +271,7 @@ func NeededPackages(ctx context.Context, bin string) ([]string, error) {
 			}
 		}
 		if found == "" {
-			return nil, fmt.Errorf("%s needs %s, not found on this machine", bin, lib)
+			return nil, fmt.Errorf("%s needs %s, not found on this machine", needer[lib], lib)
 		}
 		pkg, err := ownerPackage(ctx, found)
 		if err != nil {

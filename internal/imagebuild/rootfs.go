@@ -11,9 +11,12 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/bundle/libdir"
 )
 
 // NonRoot is the uid and gid the server runs as (distroless' "nonroot").
@@ -258,9 +261,20 @@ func DebianTree(ctx context.Context, debs []Deb) (*Tree, error) {
 	return t, nil
 }
 
-// CheckLibraries verifies that every shared library the ELF file bin needs
-// (and those they need, in turn) is in t, as the loader would find it.
+// CheckLibraries verifies that every shared library the ELF file bin
+// needs (and those they need, in turn) is in t, as the loader would find
+// it, or among bin's own libraries (libdir: a portable build's
+// lib/sovereign, which Build puts in LibDir), whose needs, and those of the
+// CPU modules the binary opens at run time, are checked the same way.
 func CheckLibraries(t *Tree, bin string) error {
+	_, libs, err := libdir.Of(bin)
+	if err != nil {
+		return err
+	}
+	return checkLibraries(t, bin, libs)
+}
+
+func checkLibraries(t *Tree, bin string, own []libdir.Lib) error {
 	f, err := elf.Open(bin)
 	if err != nil {
 		return err
@@ -282,11 +296,25 @@ func CheckLibraries(t *Tree, bin string) error {
 			return fmt.Errorf("the loader %s is not in the image", interp)
 		}
 	}
+	// needer says who needs a library, for the error message.
+	needer := map[string]string{}
+	for _, l := range libs {
+		needer[l] = filepath.Base(bin)
+	}
+	shipped := libdir.Names(own)
+	for _, l := range own {
+		for _, n := range l.Needed {
+			if _, ok := needer[n]; !ok {
+				needer[n] = LibDir + "/" + l.Name
+			}
+			libs = append(libs, n)
+		}
+	}
 	seen := map[string]bool{}
 	for len(libs) > 0 {
 		lib := libs[0]
 		libs = libs[1:]
-		if seen[lib] {
+		if seen[lib] || shipped[lib] {
 			continue
 		}
 		seen[lib] = true
@@ -297,6 +325,9 @@ func CheckLibraries(t *Tree, bin string) error {
 			}
 		}
 		if file == nil {
+			if w := needer[lib]; w != "" {
+				return fmt.Errorf("%s, which %s needs, is not in the image", lib, w)
+			}
 			return fmt.Errorf("%s is not in the image", lib)
 		}
 		ef, err := elf.NewFile(bytes.NewReader(file.Data))
@@ -304,6 +335,11 @@ func CheckLibraries(t *Tree, bin string) error {
 			return fmt.Errorf("%s: %w", lib, err)
 		}
 		more, _ := ef.ImportedLibraries()
+		for _, m := range more {
+			if _, ok := needer[m]; !ok {
+				needer[m] = file.Path
+			}
+		}
 		libs = append(libs, more...)
 	}
 	return nil

