@@ -99,6 +99,7 @@ run: models
 test: test-models
 	@$(MAKE) --no-print-directory test-go
 	@$(MAKE) --no-print-directory test-package
+	@$(MAKE) --no-print-directory test-helm
 	@$(MAKE) --no-print-directory test-faults
 	@$(MAKE) --no-print-directory test-upgrade
 	@$(MAKE) --no-print-directory test-sdk
@@ -204,7 +205,7 @@ bench-answers: models
 DEB_VERSION ?= $(shell v=$$(git describe --tags --match 'v[0-9]*' 2>/dev/null); \
 	if [ -n "$$v" ]; then echo "$${v#v}" | sed -E 's/-([0-9]+)-g([0-9a-f]+)$$/+git\1.\2/'; \
 	else echo "0.0.0~git$$(git log -1 --format=%cd --date=format:%Y%m%d%H%M%S 2>/dev/null || echo 0).$$(git rev-parse --short HEAD 2>/dev/null || echo none)"; fi)
-.PHONY: package test-package test-deploy
+.PHONY: package test-package test-helm test-deploy
 package: build
 	@SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct 2>/dev/null || date +%s) \
 		$(GO) run -C deploy/debian . -bin "$(CURDIR)/$(BIN)" -version "$(DEB_VERSION)" \
@@ -216,13 +217,25 @@ test-package:
 	@echo ">> the Debian package (deploy/debian)"
 	@cd deploy/debian && $(GO) vet . && $(GO) test -count=1 .
 
+# The Helm chart's tests (deploy/helm, a Go module of its own with Helm as a
+# library; docs/helm.md): helm lint and a render of a matrix of values, every
+# object decoded strictly into its Kubernetes type; part of make test (a few
+# seconds once the module is built).
+test-helm:
+	@echo ">> the Helm chart (deploy/helm)"
+	@cd deploy/helm && $(GO) vet ./... && $(GO) test -count=1 ./...
+
 # The deployment tests .ci/run runs after make test (as root, with podman:
 # a few minutes the first time): install, upgrade and purge of the package
 # in a bookworm container with systemd (scripts/deb-test.sh, about 10 s
-# after the first run), then the OCI image run with podman (test-image).
+# after the first run), then the OCI image run with podman (test-image),
+# then the Helm chart's pods played with podman kube play against a
+# PostgreSQL and a Redis on the host: the hook Job migrating first, two
+# replicas serving (scripts/helm-test.sh, about 20 s).
 test-deploy: build
 	@bash scripts/deb-test.sh
 	@$(MAKE) --no-print-directory test-image
+	@SOVEREIGN_MODELS_DIR="$(MODELS_DIR)" bash scripts/helm-test.sh
 
 # The OCI image (cmd/imagebuild, internal/imagebuild; docs/image.md), built
 # with no daemon and no base image from $(BIN) and Debian's packages:
@@ -240,6 +253,15 @@ image: models
 # /data (scripts/image-test.sh; as root, about a minute).
 test-image: image
 	@IMAGE_BUILD_ARGS='$(IMAGE_ARGS)' SOVEREIGN_MODELS_DIR="$(MODELS_DIR)" bash scripts/image-test.sh
+
+# Every artefact of this version, with a SHA256SUMS file, in
+# dist/release/$(VERSION)/: the portable binary with its libraries
+# (tar.gz), the two OCI images and their SBOM, the Debian package, the
+# signed offline bundle (RELEASE_KEY, default dist/release-signing.key, made
+# once when missing) and the Helm chart (scripts/release.sh; docs/deploy.md).
+.PHONY: release
+release: build image package
+	@VERSION="$(VERSION)" BIN="$(BIN)" MODELS_DIR="$(MODELS_DIR)" bash scripts/release.sh
 
 fmt:
 	@gofmt -l -w $$(git ls-files '*.go')
