@@ -63,7 +63,15 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/$name/bin" "$stage/$name/lib" "$stage/$name/docs"
 cp "$BIN" "$stage/$name/bin/sovereign"
-cp -a "$LIB" "$stage/$name/lib/sovereign"
+# Each library once, under the name the loader opens (its SONAME, or its own
+# name for the CPU modules), as the image, the package and the bundle lay
+# it out (internal/bundle/libdir); no development links.
+mkdir -p "$stage/$name/lib/sovereign"
+for f in "$LIB"/*.so*; do
+	[[ -L "$f" ]] && continue
+	soname=$(readelf -d "$f" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+	install -m 0644 "$f" "$stage/$name/lib/sovereign/${soname:-$(basename "$f")}"
+done
 cp README.md "$stage/$name/"
 cp docs/*.md docs/openapi.yaml "$stage/$name/docs/"
 tar --sort=name --mtime="@$EPOCH" --owner=0 --group=0 --numeric-owner -C "$stage" -cf - "$name" |
