@@ -122,13 +122,13 @@ func (s *Store) migrate(ctx context.Context) error {
 	// The floor of the contract steps about to be applied is recorded
 	// first, so that no moment exists where they are applied and an older
 	// release may still start (internal/schema).
-	if err := s.raiseFloor(ctx); err != nil {
+	if err := s.schema().RaiseFloor(ctx); err != nil {
 		return err
 	}
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("migrations: %w", err)
 	}
-	return s.afterUp(ctx)
+	return s.schema().AfterUp(ctx)
 }
 
 // Close closes the connection pool. Errors: those of database/sql's Close.

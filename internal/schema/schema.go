@@ -309,3 +309,45 @@ func tableExists(ctx context.Context, db *sql.DB, d Dialect, name string) (bool,
 	}
 	return ok, nil
 }
+
+// DB is a database's application schema as one binary's migrations see
+// it: what the SQLite and PostgreSQL stores' Schema and their steps
+// around a migration share.
+type DB struct {
+	DB         *sql.DB
+	Dialect    Dialect
+	Migrations fs.FS
+}
+
+// Status reports the schema against the migrations, changing nothing.
+func (d DB) Status(ctx context.Context) (Status, error) {
+	ms, err := Load(d.Migrations)
+	if err != nil {
+		return Status{}, err
+	}
+	return Read(ctx, d.DB, d.Dialect, ms)
+}
+
+// RaiseFloor records the floor of every contract step the migrations
+// hold (before they are applied, so that no moment exists where they are
+// and an older release may still start).
+func (d DB) RaiseFloor(ctx context.Context) error {
+	ms, err := Load(d.Migrations)
+	if err != nil {
+		return err
+	}
+	return RaiseFloor(ctx, d.DB, d.Dialect, FloorOf(ms))
+}
+
+// AfterUp records the floor (its table may have just been created) and
+// refuses a database a newer release contracted past these migrations.
+func (d DB) AfterUp(ctx context.Context) error {
+	if err := d.RaiseFloor(ctx); err != nil {
+		return err
+	}
+	st, err := d.Status(ctx)
+	if err != nil {
+		return err
+	}
+	return st.Serveable()
+}

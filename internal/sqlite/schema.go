@@ -33,12 +33,11 @@ func OpenNoMigrate(path string) (*Store, error) { return connect(path) }
 
 // Schema reports the application schema against this binary's
 // migrations, changing nothing.
-func (s *Store) Schema(ctx context.Context) (schema.Status, error) {
-	ms, err := schema.Load(Migrations())
-	if err != nil {
-		return schema.Status{}, err
-	}
-	return schema.Read(ctx, s.db, schemaDialect, ms)
+func (s *Store) Schema(ctx context.Context) (schema.Status, error) { return s.schema().Status(ctx) }
+
+// schema is the database's schema as this binary's migrations see it.
+func (s *Store) schema() schema.DB {
+	return schema.DB{DB: s.db, Dialect: schemaDialect, Migrations: Migrations()}
 }
 
 // Migrate applies the pending migrations, as Open does. Errors: a
@@ -48,26 +47,4 @@ func (s *Store) Migrate(ctx context.Context) error {
 		return fmt.Errorf("sqlite: %w", err)
 	}
 	return nil
-}
-
-// raiseFloor records the floor of every embedded contract step.
-func (s *Store) raiseFloor(ctx context.Context) error {
-	ms, err := schema.Load(Migrations())
-	if err != nil {
-		return err
-	}
-	return schema.RaiseFloor(ctx, s.db, schemaDialect, schema.FloorOf(ms))
-}
-
-// afterUp records the floor (its table may have just been created) and
-// refuses a database a newer release contracted past this one.
-func (s *Store) afterUp(ctx context.Context) error {
-	if err := s.raiseFloor(ctx); err != nil {
-		return err
-	}
-	st, err := s.Schema(ctx)
-	if err != nil {
-		return err
-	}
-	return st.Serveable()
 }

@@ -118,13 +118,13 @@ func (s *Store) migrate(ctx context.Context) error {
 		return fmt.Errorf("migrations: %w", err)
 	}
 	// The floor first, as internal/postgres does.
-	if err := s.raiseFloor(ctx); err != nil {
+	if err := s.schema().RaiseFloor(ctx); err != nil {
 		return err
 	}
 	if _, err := p.Up(ctx); err != nil {
 		return fmt.Errorf("migrations: %w", err)
 	}
-	return s.afterUp(ctx)
+	return s.schema().AfterUp(ctx)
 }
 
 // Close closes the database. Errors: those of database/sql's Close.
