@@ -312,7 +312,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 		ReadyChecks: readyChecks,
 	}
 	a.handler = a.API.Handler()
-	if err := a.newConsole(ctx, cfg.ConsoleSessionIdle, log); err != nil {
+	if err := a.newConsole(ctx, cfg.ConsoleSessionIdle, cfg.ConsoleKeySignIn, log); err != nil {
 		return nil, err
 	}
 	if err := a.startDurable(ctx, e, srcs, startWebhooks, log); err != nil {
@@ -411,9 +411,15 @@ func (a *App) Handler() http.Handler { return a.served }
 
 // newConsole builds the web console over the API and mounts it in front
 // of the API's handler; expired sessions are purged hourly.
-func (a *App) newConsole(ctx context.Context, idle time.Duration, log *slog.Logger) error {
+func (a *App) newConsole(ctx context.Context, idle time.Duration, keySignIn bool, log *slog.Logger) error {
 	m := &session.Manager{Store: a.DB, Idle: idle}
-	c, err := console.New(console.Config{API: a.API, Keys: a.Keys, Sessions: m, Log: log})
+	// Deactivating a user, or taking them out of a team, ends the
+	// sessions of the keys they own.
+	a.Keys.EndSessions = func(ctx context.Context, keyID string) error {
+		_, err := a.DB.DeleteConsoleSessionsOfKey(ctx, keyID)
+		return err
+	}
+	c, err := console.New(console.Config{API: a.API, Keys: a.Keys, Sessions: m, Log: log, Users: a.Keys, KeySignIn: keySignIn})
 	if err != nil {
 		return fmt.Errorf("console: %w", err)
 	}

@@ -37,12 +37,41 @@ type Key struct {
 	LastUsedAt *time.Time // nil: never used; updated at most once per LastUsedInterval
 	RevokedAt  *time.Time // nil: not revoked
 	RotatedTo  string     // ID of the key that replaced this one by Rotate; "" if none
+	// Kind is KindService (the team's, made by an administrator: it
+	// outlives any person), KindUser (a person's own key) or KindSession
+	// (made for a console sign-in, never shown, ending with it).
+	Kind string
+	// OwnerUserID is the user who owns a KindUser or KindSession key.
+	OwnerUserID string
+	// Owner is the owner's standing when the key was read (nil for a
+	// service key): the key acts with at most the owner's role in its
+	// team, and not at all once the owner is deactivated or leaves the
+	// team.
+	Owner *Owner
 }
 
-// Active reports whether k would authenticate at instant now: not revoked
-// and not expired.
+// The kinds of key.
+const (
+	KindService = "service"
+	KindUser    = "user"
+	KindSession = "session"
+)
+
+// Active reports whether k would authenticate at instant now: not revoked,
+// not expired, and (for a key a user owns) its owner active and still a
+// member of the key's team (or an instance administrator).
 func (k Key) Active(now time.Time) bool {
-	return k.RevokedAt == nil && !k.expired(now)
+	return k.RevokedAt == nil && !k.expired(now) && k.ownerStands()
+}
+
+// ownerStands reports whether a user's key may act: its owner is active
+// and holds a role in the key's team or is an instance administrator.
+func (k Key) ownerStands() bool {
+	if k.OwnerUserID == "" {
+		return true
+	}
+	o := k.Owner
+	return o != nil && o.Active && (o.Role != "" || o.InstanceAdmin)
 }
 
 func (k Key) expired(now time.Time) bool {
@@ -93,6 +122,9 @@ var (
 	// ErrExpiredKey: the key's expiry, or its rotation grace period, has
 	// passed (HTTP 401 invalid_api_key).
 	ErrExpiredKey = apierr.New(apierr.InvalidAPIKey, "This API key has expired.")
+	// ErrOwnerGone: the key's owner is deactivated or no longer a member
+	// of the key's team (HTTP 401 invalid_api_key).
+	ErrOwnerGone = apierr.New(apierr.InvalidAPIKey, "This API key's owner is deactivated or no longer a member of its team.")
 	// ErrAlreadyRotated: Rotate was asked for a key that already has a
 	// successor; rotate the successor instead (HTTP 409).
 	ErrAlreadyRotated = apierr.New(apierr.Conflict, "API key was already rotated")

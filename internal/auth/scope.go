@@ -111,8 +111,26 @@ func validList() string {
 // HasScope reports whether key carries scope. ScopeAdmin implies every
 // scope. It looks only at the scope list: whether the key is revoked or
 // expired is Authenticate's business.
+//
+// A key a user owns holds a scope only while its owner may too: an
+// instance administrator every scope, a team member their role's
+// (RoleScopes), checked here at every request, so that a role taken
+// away applies to the keys at once.
 func HasScope(key Key, scope Scope) bool {
-	for _, s := range key.Scopes {
+	if key.OwnerUserID != "" {
+		o := key.Owner
+		if o == nil || !o.Active {
+			return false
+		}
+		if !o.InstanceAdmin && (scope == ScopeAdmin || !holds(roleScopes[o.Role], scope)) {
+			return false
+		}
+	}
+	return holds(key.Scopes, scope)
+}
+
+func holds(scopes []Scope, scope Scope) bool {
+	for _, s := range scopes {
 		// workflows includes approvals: who runs a team's workflows may
 		// see and decide its approvals.
 		if s == scope || s == ScopeAdmin || (s == ScopeWorkflows && scope == ScopeApprovals) {

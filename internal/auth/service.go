@@ -92,6 +92,10 @@ type Service struct {
 	// negative disables the grace (a key not read within CacheTTL is then a
 	// 503 during an outage). It needs the cache (CacheTTL ≥ 0).
 	OutageGrace time.Duration
+	// EndSessions ends the console sessions acting as a key (the
+	// console's session manager); deactivating a user or taking them out
+	// of a team calls it for each key they own. nil: nothing to end.
+	EndSessions func(ctx context.Context, keyID string) error
 
 	mu           sync.Mutex
 	touched      map[string]time.Time // key id → last LastUsedAt this process wrote
@@ -344,6 +348,10 @@ type CreateKeyParams struct {
 	TeamID    string     // required; the team must exist
 	Scopes    []Scope    // at least one; duplicates are dropped
 	ExpiresAt *time.Time // nil: never expires; else must be in the future
+	// Kind is KindService ("" too), KindUser or KindSession; OwnerUserID
+	// names the user of a KindUser or KindSession key.
+	Kind        string
+	OwnerUserID string
 }
 
 // CreateKey creates a key and returns its record and its secret. The
@@ -395,7 +403,59 @@ func (s *Service) validateKey(ctx context.Context, p CreateKeyParams, now time.T
 		}
 		exp = &e
 	}
-	return Key{Name: name, TeamID: p.TeamID, Scopes: scopes, CreatedAt: now, ExpiresAt: exp}, nil
+	k := Key{Name: name, TeamID: p.TeamID, Scopes: scopes, CreatedAt: now, ExpiresAt: exp, Kind: p.Kind, OwnerUserID: p.OwnerUserID}
+	if k.Kind == "" {
+		k.Kind = KindService
+	}
+	switch {
+	case k.Kind == KindService && k.OwnerUserID != "":
+		return Key{}, apierr.Invalid("owner", "a service account's key has no owner")
+	case k.Kind == KindService:
+	case k.Kind != KindUser && k.Kind != KindSession:
+		return Key{}, apierr.Invalid("kind", fmt.Sprintf("unknown kind of key %q", k.Kind))
+	case k.OwnerUserID == "":
+		return Key{}, apierr.Invalid("owner", "a user's key needs its owner")
+	default:
+		// A user's key holds at most what its owner may do in its team.
+		o, err := s.ownerOf(ctx, k.OwnerUserID, k.TeamID)
+		if err != nil {
+			return Key{}, err
+		}
+		k.Owner = &o
+		for _, sc := range scopes {
+			if !HasScope(k, sc) {
+				return Key{}, apierr.Invalid("scopes", fmt.Sprintf("scope %q is beyond what the key's owner may do in team %s (role %q)", sc, k.TeamID, o.Role))
+			}
+		}
+	}
+	return k, nil
+}
+
+// ownerOf returns a user's standing in team teamID, as a key's Owner.
+// Errors: a 400 naming "owner" for an unknown or deactivated user, or
+// one who is neither a member of the team nor an instance administrator.
+func (s *Service) ownerOf(ctx context.Context, userID, teamID string) (Owner, error) {
+	u, err := s.users().GetUser(ctx, userID)
+	if errors.Is(err, ErrNotFound) || (err == nil && !u.Active) {
+		return Owner{}, apierr.Invalid("owner", fmt.Sprintf("no active user %q", userID))
+	}
+	if err != nil {
+		return Owner{}, err
+	}
+	o := Owner{UserID: u.ID, Active: u.Active, InstanceAdmin: u.InstanceAdmin}
+	ms, err := s.users().ListMemberships(ctx, userID, "")
+	if err != nil {
+		return Owner{}, err
+	}
+	for _, m := range ms {
+		if m.TeamID == teamID {
+			o.Role = m.Role
+		}
+	}
+	if o.Role == "" && !o.InstanceAdmin {
+		return Owner{}, apierr.Invalid("owner", fmt.Sprintf("user %s is not a member of team %s", userID, teamID))
+	}
+	return o, nil
 }
 
 // GetKey returns the key with id. Errors: ErrNotFound or a store error.
@@ -453,6 +513,9 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Key, error) 
 	}
 	if k.expired(now) {
 		return k, ErrExpiredKey
+	}
+	if !k.ownerStands() {
+		return k, ErrOwnerGone
 	}
 	if !stale {
 		s.touch(ctx, &k, now)
@@ -576,6 +639,10 @@ func (s *Service) Rotate(ctx context.Context, id string, grace time.Duration) (K
 		Scopes:    append([]Scope(nil), old.Scopes...),
 		CreatedAt: now,
 		ExpiresAt: old.ExpiresAt,
+		// The successor is the same kind of key, with the same owner.
+		Kind:        old.Kind,
+		OwnerUserID: old.OwnerUserID,
+		Owner:       old.Owner,
 	}
 	if err := s.Store.CreateKey(ctx, nk); err != nil {
 		return Key{}, "", fmt.Errorf("rotate key %s: %w", id, err)

@@ -107,6 +107,11 @@ type Config struct {
 	// ConsoleSessionIdle is how long an unused web console session lasts
 	// (0: the console's default; docs/console.md).
 	ConsoleSessionIdle time.Duration `yaml:"console_session_idle"`
+	// ConsoleKeySignIn lets an API key with the console or admin scope
+	// sign in to the console: a break-glass path for administrators, off
+	// by default (people sign in as themselves) and logged at warning
+	// level on every use (docs/users.md).
+	ConsoleKeySignIn bool `yaml:"console_key_signin"`
 	// Limits are rate limits and quotas per key, team or model (YAML
 	// only; the admin API can override them; see docs/limits.md).
 	Limits []limits.Rule `yaml:"limits"`
@@ -151,6 +156,7 @@ var settings = []setting{
 	{"OutboundAllowPrivate", "outbound_allow_private", "SOVEREIGN_OUTBOUND_ALLOW_PRIVATE", "false", "let webhooks and workflow http steps reach private, loopback and link-local addresses (default: refused; outbound_allow lists exceptions in YAML)"},
 	{"WebhookRetryWindow", "webhook_retry_window", "SOVEREIGN_WEBHOOK_RETRY_WINDOW", "24h", "how long a webhook delivery is retried, with exponential backoff, before it fails"},
 	{"ConsoleSessionIdle", "console_session_idle", "SOVEREIGN_CONSOLE_SESSION_IDLE", "12h", "how long an unused web console session (/console) lasts before signing in again"},
+	{"ConsoleKeySignIn", "console_key_signin", "SOVEREIGN_CONSOLE_KEY_SIGNIN", "false", "let an API key with the console or admin scope sign in to the console (break-glass; logged)"},
 	{"InstanceID", "instance_id", "SOVEREIGN_INSTANCE_ID", "", "this server's name among those sharing a PostgreSQL database, stable across restarts (default: host name and listen port)"},
 	{"MigrateOnStart", "migrate_on_start", "SOVEREIGN_MIGRATE_ON_START", "true", "apply pending database migrations at start (false, or --no-migrate: leave them to `sovereign migrate` and refuse to start on a schema behind this release; docs/upgrading.md)"},
 	{"AbstainText", "abstain_text", "SOVEREIGN_ABSTAIN_TEXT", "The sources do not say.", "the answer with citations when no source supports one (docs/sources.md)"},

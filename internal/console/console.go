@@ -73,6 +73,11 @@ type Config struct {
 	Keys     Keys
 	Sessions *session.Manager
 	Log      *slog.Logger
+	// Users signs people in with a password (nil: no user accounts).
+	Users Users
+	// KeySignIn lets an API key with the console or admin scope sign in:
+	// a break-glass path, off by default, logged at warning level.
+	KeySignIn bool
 }
 
 // Console serves /console.
@@ -80,6 +85,8 @@ type Console struct {
 	cfg   Config
 	pages map[string]*template.Template
 	mux   *http.ServeMux
+	// attempts bounds password sign-ins per client address.
+	attempts attempts
 }
 
 // New builds the console. Errors: a template that does not parse (a bug).
@@ -125,9 +132,11 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // page is what every template gets.
 type page struct {
-	Title  string
-	Nav    string
-	Key    *auth.Key
+	Title string
+	Nav   string
+	Key   *auth.Key
+	// Person is who is signed in (nil for a key's break-glass session).
+	Person *person
 	CSRF   string
 	Notice string
 	Error  string
@@ -138,8 +147,9 @@ type page struct {
 type req struct {
 	w    http.ResponseWriter
 	r    *http.Request
-	sess session.Session
-	key  auth.Key
+	sess   session.Session
+	key    auth.Key
+	person *person
 }
 
 type handler func(c *Console, q *req) error
@@ -158,6 +168,7 @@ func (c *Console) routes() {
 	m.HandleFunc("GET "+Prefix+"/signin", c.signinPage)
 	m.HandleFunc("POST "+Prefix+"/signin", c.signin)
 	m.Handle("POST "+Prefix+"/signout", c.auth(signout))
+	m.Handle("POST "+Prefix+"/team", c.auth(switchTeam))
 	m.Handle("GET "+Prefix+"/{$}", c.auth(overview))
 	m.Handle("GET "+Prefix+"/keys", c.auth(keysPage))
 	m.Handle("POST "+Prefix+"/keys", c.auth(createKey))
@@ -261,6 +272,15 @@ func (c *Console) auth(h handler) http.Handler {
 			}
 		}
 		q := &req{w: w, r: r, sess: s, key: key}
+		if q.person, err = c.personOf(r.Context(), key); err != nil {
+			if status, msg, ok := unavailable(w, err); ok {
+				c.render(w, status, "error", page{Title: "Unavailable", Error: msg})
+				return
+			}
+			c.cfg.Log.Error("console: reading the signed-in user", "err", err)
+			c.render(w, http.StatusInternalServerError, "error", page{Title: "Error", Error: "The console could not read who you are; try again."})
+			return
+		}
 		if err := h(c, q); err != nil {
 			c.fail(q, err)
 		}
@@ -335,7 +355,7 @@ func (c *Console) render(w http.ResponseWriter, status int, name string, p page)
 // show renders a signed-in page.
 func (q *req) page(title, nav string, data any) page {
 	k := q.key
-	return page{Title: title, Nav: nav, Key: &k, CSRF: q.sess.CSRF, Notice: q.r.URL.Query().Get("notice"), Data: data}
+	return page{Title: title, Nav: nav, Key: &k, Person: q.person, CSRF: q.sess.CSRF, Notice: q.r.URL.Query().Get("notice"), Data: data}
 }
 
 func (c *Console) show(q *req, status int, name, title, nav string, data any) error {

@@ -38,7 +38,8 @@ type env struct {
 }
 
 func newEnv(t *testing.T, useTLS bool) *env {
-	return newEnvConfig(t, useTLS, config.Config{})
+	// These tests sign in with keys: the break-glass path, on.
+	return newEnvConfig(t, useTLS, config.Config{ConsoleKeySignIn: true})
 }
 
 // newEnvConfig is newEnv with cfg.
@@ -409,7 +410,7 @@ func TestSignOutAndRevokedKey(t *testing.T) {
 }
 
 func TestSessionExpiry(t *testing.T) {
-	e := newEnvConfig(t, false, config.Config{ConsoleSessionIdle: time.Second})
+	e := newEnvConfig(t, false, config.Config{ConsoleSessionIdle: time.Second, ConsoleKeySignIn: true})
 	b := e.browser()
 	b.signIn(e.admin)
 	if r := b.get("/console/keys"); r.status != 200 {

@@ -24,6 +24,8 @@ func strconvF(f float64, prec int) string { return strconv.FormatFloat(f, 'f', p
 
 type signinData struct {
 	Next string
+	// Passwords and Keys say which forms the page shows.
+	Passwords, Keys bool
 }
 
 // signinPage shows the sign-in form, with a CSRF token in a short-lived
@@ -41,7 +43,7 @@ func (c *Console) signinForm(w http.ResponseWriter, r *http.Request, status int,
 	}
 	c.setCookie(w, r, preCookie, tok, 600)
 	c.render(w, status, "signin", page{Title: "Sign in", CSRF: tok, Error: msg, Notice: r.URL.Query().Get("notice"),
-		Data: signinData{Next: safeNext(r.FormValue("next"))}})
+		Data: signinData{Next: safeNext(r.FormValue("next")), Passwords: c.cfg.Users != nil, Keys: c.cfg.KeySignIn}})
 }
 
 // safeNext keeps a post-sign-in target inside the console.
@@ -72,6 +74,14 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 	tok := r.PostFormValue(csrfField)
 	if pre == nil || tok == "" || pre.Value != tok || !sameOrigin(r) {
 		c.refuseCSRF(w, r)
+		return
+	}
+	if r.PostFormValue("email") != "" && c.cfg.Users != nil {
+		c.passwordSignin(w, r)
+		return
+	}
+	if !c.cfg.KeySignIn {
+		c.signinForm(w, r, http.StatusForbidden, "Signing in with an API key is turned off; sign in with your account.")
 		return
 	}
 	secret := strings.TrimSpace(r.PostFormValue("api_key"))
@@ -112,6 +122,9 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		c.signinForm(w, r, http.StatusInternalServerError, "The server could not start a session; try again.")
 		return
 	}
+	// Loudly: a key's session is a break-glass path, and nothing names
+	// the person who used it.
+	c.cfg.Log.Warn("console: signed in with an API key (break-glass: console_key_signin)", "key", key.ID, "team", key.TeamID, "client_ip", clientIP(r))
 	c.clearCookie(w, r, preCookie)
 	// A session cookie (no Max-Age): the server decides expiry.
 	c.setCookie(w, r, CookieName, id, 0)
@@ -122,6 +135,12 @@ func signout(c *Console, q *req) error {
 	if ck, _ := q.r.Cookie(CookieName); ck != nil {
 		if err := c.cfg.Sessions.End(q.r.Context(), ck.Value); err != nil {
 			return err
+		}
+	}
+	if q.key.Kind == auth.KindSession && c.cfg.Users != nil {
+		// The sign-in's key ends with it.
+		if _, err := c.cfg.Users.Revoke(q.r.Context(), q.key.ID); err != nil {
+			c.cfg.Log.Warn("console: revoking a session's key", "key", q.key.ID, "err", err)
 		}
 	}
 	c.clearCookie(q.w, q.r, CookieName)

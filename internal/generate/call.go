@@ -195,7 +195,7 @@ func (c *Call) Record(status int, d time.Duration) records.Record {
 		rec.Prompt, rec.Output = records.Truncate(c.prompt), records.Truncate(c.answer)
 	}
 	if k := c.key; k != nil {
-		rec.TeamID, rec.KeyID = k.TeamID, k.ID
+		rec.TeamID, rec.KeyID, rec.UserID = k.TeamID, k.ID, k.OwnerUserID
 	}
 	if !c.firstToken.IsZero() {
 		ms := float64(c.firstToken.Sub(c.Start).Microseconds()) / 1000

@@ -155,6 +155,10 @@ func (s *Server) Handler() http.Handler {
 // public marks routes that need no API key.
 const public auth.Scope = ""
 
+// anyKey is the "scope" of a route every valid key may call (GET /v1/me:
+// who am I).
+const anyKey auth.Scope = "(any key)"
+
 type apiRoute struct {
 	pattern string
 	scope   auth.Scope
@@ -183,7 +187,9 @@ func (s *Server) routes() []apiRoute {
 		{"POST /v1/detokenize", auth.ScopeInference, s.detokenize},
 		{"POST /v1/rerank", auth.ScopeInference, s.rerank},
 		{"POST /v2/rerank", auth.ScopeInference, s.rerankV2}, // Cohere's v2 client (a vendor route)
-		{"POST /v1/keys", auth.ScopeAdmin, s.idempotent(s.createKey)},
+		// Administrators create any key; a person signed in to a team
+		// their own, within their role (auth.Service.CreateKeyAs).
+		{"POST /v1/keys", auth.ScopeKeysRead, s.idempotent(s.createKey)},
 		{"GET /v1/keys", auth.ScopeKeysRead, s.listKeys},
 		{"GET /v1/keys/{id}", auth.ScopeKeysRead, s.getKey},
 		{"DELETE /v1/keys/{id}", auth.ScopeAdmin, s.revokeKey},
@@ -191,6 +197,14 @@ func (s *Server) routes() []apiRoute {
 		{"POST /v1/teams", auth.ScopeAdmin, s.idempotent(s.createTeam)},
 		{"GET /v1/teams", auth.ScopeAdmin, s.listTeams},
 		{"PATCH /v1/teams/{id}", auth.ScopeAdmin, s.updateTeam},
+		{"GET /v1/teams/{id}/members", auth.ScopeAdmin, s.listMembers},
+		{"PUT /v1/teams/{id}/members/{user_id}", auth.ScopeAdmin, s.putMember},
+		{"DELETE /v1/teams/{id}/members/{user_id}", auth.ScopeAdmin, s.deleteMember},
+		{"POST /v1/users", auth.ScopeAdmin, s.idempotent(s.createUser)},
+		{"GET /v1/users", auth.ScopeAdmin, s.listUsers},
+		{"GET /v1/users/{id}", auth.ScopeAdmin, s.getUser},
+		{"POST /v1/users/{id}", auth.ScopeAdmin, s.updateUser},
+		{"GET /v1/me", anyKey, s.me},
 		{"POST /v1/collections", sourcesScope, s.idempotent(s.createCollection)},
 		{"GET /v1/collections", sourcesScope, s.listCollections},
 		{"GET /v1/collections/{id}", sourcesScope, s.getCollection},

@@ -179,12 +179,15 @@ func TestAuthMatrix(t *testing.T) {
 		}
 		// A key without the scope: inference keys lack everything else,
 		// models:read keys lack inference.
-		if rt.scope == auth.ScopeInference {
+		switch {
+		case rt.scope == anyKey:
+			// Every valid key may call it.
+		case rt.scope == auth.ScopeInference:
 			cases = append(cases, struct {
 				name, key, code string
 				status          int
 			}{"no scope", "sk-sov-models", "permission_denied", 403})
-		} else {
+		default:
 			cases = append(cases, struct {
 				name, key, code string
 				status          int

@@ -15,6 +15,7 @@ import (
 // KeyAdmin manages keys and teams.
 type KeyAdmin interface {
 	CreateTeam(ctx context.Context, name string) (auth.Team, error)
+	GetTeam(ctx context.Context, id string) (auth.Team, error)
 	ListTeams(ctx context.Context) ([]auth.Team, error)
 	CreateKey(ctx context.Context, p auth.CreateKeyParams) (auth.Key, string, error)
 	GetKey(ctx context.Context, id string) (auth.Key, error)
@@ -22,6 +23,8 @@ type KeyAdmin interface {
 	Revoke(ctx context.Context, id string) (auth.Key, error)
 	Rotate(ctx context.Context, id string, grace time.Duration) (auth.Key, string, error)
 	SetTeamCapture(ctx context.Context, id string, on bool) (auth.Team, error)
+	CreateKeyAs(ctx context.Context, caller auth.Key, p auth.CreateKeyParams) (auth.Key, string, error)
+	UserAdmin
 }
 
 // APIKey is the API's key object. Key holds the secret only in the
@@ -37,7 +40,12 @@ type APIKey struct {
 	ExpiresAt  *int64   `json:"expires_at"`
 	LastUsedAt *int64   `json:"last_used_at"`
 	RevokedAt  *int64   `json:"revoked_at"`
-	Key        string   `json:"key,omitempty"`
+	// Kind is "service" (the team's), "user" (a person's own) or
+	// "session" (a console sign-in's); OwnerUserID names a user's key's
+	// owner.
+	Kind        string `json:"kind"`
+	OwnerUserID string `json:"owner_user_id,omitempty"`
+	Key         string `json:"key,omitempty"`
 }
 
 func unix(t *time.Time) *int64 {
@@ -54,7 +62,8 @@ func keyObject(k auth.Key, secret string) APIKey {
 		scopes[i] = string(s)
 	}
 	return APIKey{ID: k.ID, Object: "api_key", Name: k.Name, Prefix: k.Prefix, TeamID: k.TeamID, Scopes: scopes,
-		CreatedAt: k.CreatedAt.Unix(), ExpiresAt: unix(k.ExpiresAt), LastUsedAt: unix(k.LastUsedAt), RevokedAt: unix(k.RevokedAt), Key: secret}
+		CreatedAt: k.CreatedAt.Unix(), ExpiresAt: unix(k.ExpiresAt), LastUsedAt: unix(k.LastUsedAt), RevokedAt: unix(k.RevokedAt), Key: secret,
+		Kind: k.Kind, OwnerUserID: k.OwnerUserID}
 }
 
 // Team is the API's team object.
@@ -98,6 +107,11 @@ type createKeyRequest struct {
 	TeamID    string   `json:"team_id"`
 	Scopes    []string `json:"scopes"`
 	ExpiresIn *int64   `json:"expires_in"`
+	// Kind: "service" (the default for an administrator: the team's key)
+	// or "user" (the default for a person: their own key).
+	Kind string `json:"kind"`
+	// OwnerUserID makes an administrator's key a user's (kind "user").
+	OwnerUserID string `json:"owner_user_id"`
 }
 
 func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
@@ -109,10 +123,16 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	p := auth.CreateKeyParams{Name: req.Name, TeamID: req.TeamID, Scopes: scopes}
+	caller, _ := KeyFrom(r.Context())
+	p := auth.CreateKeyParams{Name: req.Name, TeamID: req.TeamID, Scopes: scopes, Kind: req.Kind, OwnerUserID: req.OwnerUserID}
 	if p.TeamID == "" {
-		k, _ := KeyFrom(r.Context())
-		p.TeamID = k.TeamID
+		p.TeamID = caller.TeamID
+	}
+	if p.OwnerUserID != "" && p.Kind == "" {
+		p.Kind = auth.KindUser
+	}
+	if p.Kind == auth.KindSession {
+		return apierr.Invalid("kind", "a console sign-in's key is made by signing in")
 	}
 	if req.ExpiresIn != nil {
 		if *req.ExpiresIn <= 0 {
@@ -124,7 +144,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) error {
 	if req.Name == "" {
 		return apierr.Invalid("name", "'name' is required")
 	}
-	k, secret, err := s.Keys.CreateKey(r.Context(), p)
+	k, secret, err := s.Keys.CreateKeyAs(r.Context(), caller, p)
 	if err != nil {
 		return err
 	}

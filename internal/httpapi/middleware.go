@@ -168,7 +168,7 @@ func authorize(r *http.Request, key auth.Key, scope auth.Scope) (*http.Request, 
 	if call, ok := r.Context().Value(infoCtx).(*generate.Call); ok {
 		call.SetKey(key)
 	}
-	if !auth.HasScope(key, scope) {
+	if scope != anyKey && !auth.HasScope(key, scope) {
 		return r, &apierr.Error{Code: apierr.PermissionDenied, Message: "This API key lacks the '" + string(scope) + "' scope this operation needs."}
 	}
 	return r.WithContext(context.WithValue(r.Context(), keyCtx, key)), nil

@@ -48,6 +48,9 @@ type Record struct {
 	CompletionTokens int       `json:"completion_tokens"`
 	ClientIP         string    `json:"client_ip"`
 	User             string    `json:"user"`
+	// UserID is the person whose key made the request (their own key, or
+	// the key of their console sign-in); "" for a service account's key.
+	UserID string `json:"user_id,omitempty"`
 	// Prompt and Output are the request's text and the answer's, kept only
 	// for teams that capture them (redacted by their policies first).
 	Prompt string `json:"prompt,omitempty"`
@@ -88,12 +91,15 @@ func (r Record) ComputeHash(prev string) string {
 		CompletionTokens int     `json:"completion_tokens"`
 		ClientIP         string  `json:"client_ip"`
 		User             string  `json:"user"`
+		// Omitted when empty, so that records made before users existed
+		// (and service keys' records) hash as they always have.
+		UserID string `json:"user_id,omitempty"`
 		// Captured text is hashed too; omitted when empty, so that the
 		// records of teams that capture nothing hash as they always have.
 		Prompt string `json:"prompt,omitempty"`
 		Output string `json:"output,omitempty"`
 	}{prev, r.ID, r.Time.UTC().Format(time.RFC3339Nano), r.TeamID, r.KeyID, r.Method, r.Route, r.Model, r.Backend, r.Replica,
-		r.Status, r.ErrorCode, r.LatencyMs, 0, r.TTFTMs != nil, r.PromptTokens, r.CompletionTokens, r.ClientIP, r.User, r.Prompt, r.Output}
+		r.Status, r.ErrorCode, r.LatencyMs, 0, r.TTFTMs != nil, r.PromptTokens, r.CompletionTokens, r.ClientIP, r.User, r.UserID, r.Prompt, r.Output}
 	if r.TTFTMs != nil {
 		fields.TTFTMs = *r.TTFTMs
 	}

@@ -114,10 +114,10 @@ func (s *Store) scanTeam(r scanner) (auth.Team, error) {
 // taken; auth.ErrNotFound when its team does not exist.
 func (s *Store) CreateKey(ctx context.Context, k auth.Key) error {
 	_, err := s.db.ExecContext(ctx, s.rebind(`INSERT INTO api_keys
-		(id, name, prefix, hash, team_id, scopes, created_at, expires_at, last_used_at, revoked_at, rotated_to)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		(id, name, prefix, hash, team_id, scopes, created_at, expires_at, last_used_at, revoked_at, rotated_to, kind, owner_user_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		k.ID, k.Name, k.Prefix, k.Hash, k.TeamID, auth.JoinScopes(k.Scopes), s.timeValue(k.CreatedAt),
-		s.timePtrValue(k.ExpiresAt), s.timePtrValue(k.LastUsedAt), s.timePtrValue(k.RevokedAt), k.RotatedTo)
+		s.timePtrValue(k.ExpiresAt), s.timePtrValue(k.LastUsedAt), s.timePtrValue(k.RevokedAt), k.RotatedTo, keyKind(k.Kind), k.OwnerUserID)
 	if s.isForeignKey(err) {
 		return s.errorf("create key: team %q: %w", k.TeamID, auth.ErrNotFound)
 	}
@@ -127,11 +127,18 @@ func (s *Store) CreateKey(ctx context.Context, k auth.Key) error {
 	return nil
 }
 
-const keyColumns = `id, name, prefix, hash, team_id, scopes, created_at, expires_at, last_used_at, revoked_at, rotated_to`
+// keySelect reads keys with their owners' standing (auth.Owner): whether
+// the owner is active and an instance administrator, and their role in
+// the key's team, read with the key so that a change to the user applies
+// at the key's next read.
+const keySelect = `SELECT k.id, k.name, k.prefix, k.hash, k.team_id, k.scopes, k.created_at, k.expires_at, k.last_used_at,
+	k.revoked_at, k.rotated_to, k.kind, k.owner_user_id, u.active, u.instance_admin, m.role
+	FROM api_keys k LEFT JOIN users u ON u.id = k.owner_user_id
+	LEFT JOIN memberships m ON m.user_id = k.owner_user_id AND m.team_id = k.team_id `
 
 // GetKey returns the key with id. Errors: auth.ErrNotFound.
 func (s *Store) GetKey(ctx context.Context, id string) (auth.Key, error) {
-	k, err := s.scanKey(s.db.QueryRowContext(ctx, s.rebind(`SELECT `+keyColumns+` FROM api_keys WHERE id = ?`), id))
+	k, err := s.scanKey(s.db.QueryRowContext(ctx, s.rebind(keySelect+`WHERE k.id = ?`), id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return auth.Key{}, s.errorf("key %q: %w", id, auth.ErrNotFound)
 	}
@@ -144,7 +151,7 @@ func (s *Store) GetKey(ctx context.Context, id string) (auth.Key, error) {
 // GetKeyByHash returns the key whose hash is hash. Errors:
 // auth.ErrNotFound.
 func (s *Store) GetKeyByHash(ctx context.Context, hash []byte) (auth.Key, error) {
-	k, err := s.scanKey(s.db.QueryRowContext(ctx, s.rebind(`SELECT `+keyColumns+` FROM api_keys WHERE hash = ?`), hash))
+	k, err := s.scanKey(s.db.QueryRowContext(ctx, s.rebind(keySelect+`WHERE k.hash = ?`), hash))
 	if errors.Is(err, sql.ErrNoRows) {
 		return auth.Key{}, s.errorf("key by hash: %w", auth.ErrNotFound)
 	}
@@ -160,9 +167,9 @@ func (s *Store) ListKeys(ctx context.Context, teamID string) ([]auth.Key, error)
 	var rows *sql.Rows
 	var err error
 	if teamID == "" {
-		rows, err = s.db.QueryContext(ctx, `SELECT `+keyColumns+` FROM api_keys ORDER BY created_at, id`)
+		rows, err = s.db.QueryContext(ctx, keySelect+`WHERE k.kind <> 'session' ORDER BY k.created_at, k.id`)
 	} else {
-		rows, err = s.db.QueryContext(ctx, s.rebind(`SELECT `+keyColumns+` FROM api_keys WHERE team_id = ? ORDER BY created_at, id`), teamID)
+		rows, err = s.db.QueryContext(ctx, s.rebind(keySelect+`WHERE k.team_id = ? AND k.kind <> 'session' ORDER BY k.created_at, k.id`), teamID)
 	}
 	if err != nil {
 		return nil, s.errorf("list keys: %w", err)
@@ -231,9 +238,15 @@ func (s *Store) scanKey(r scanner) (auth.Key, error) {
 	var k auth.Key
 	var scopes string
 	var created, expires, lastUsed, revoked TimeScanner
+	var active, admin sql.NullBool
+	var role sql.NullString
 	if err := r.Scan(&k.ID, &k.Name, &k.Prefix, &k.Hash, &k.TeamID, &scopes, &created,
-		&expires, &lastUsed, &revoked, &k.RotatedTo); err != nil {
+		&expires, &lastUsed, &revoked, &k.RotatedTo, &k.Kind, &k.OwnerUserID, &active, &admin, &role); err != nil {
 		return auth.Key{}, err
+	}
+	if k.OwnerUserID != "" {
+		// A missing user reads as inactive: the key stops.
+		k.Owner = &auth.Owner{UserID: k.OwnerUserID, Active: active.Valid && active.Bool, InstanceAdmin: admin.Bool, Role: auth.Role(role.String)}
 	}
 	k.Scopes = auth.SplitScopes(scopes)
 	var err error
@@ -250,4 +263,11 @@ func (s *Store) scanKey(r scanner) (auth.Key, error) {
 		return auth.Key{}, err
 	}
 	return k, nil
+}
+
+func keyKind(k string) string {
+	if k == "" {
+		return auth.KindService
+	}
+	return k
 }

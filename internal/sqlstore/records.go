@@ -21,11 +21,11 @@ import (
 var _ records.Store = (*Store)(nil)
 
 const recordColumns = `seq, id, time, team_id, key_id, method, route, model, backend, replica, status, error_code,
-	latency_ms, ttft_ms, prompt_tokens, completion_tokens, client_ip, user_name, prompt, output, prev_hash, hash`
+	latency_ms, ttft_ms, prompt_tokens, completion_tokens, client_ip, user_name, user_id, prompt, output, prev_hash, hash`
 
 // recordFields is the number of columns an append writes (all but seq);
 // recordPlaceholders is one row of them.
-const recordFields = 21
+const recordFields = 22
 
 var recordPlaceholders = "(" + strings.Repeat("?, ", recordFields-1) + "?)"
 
@@ -83,7 +83,7 @@ func (s *Store) AppendRecords(ctx context.Context, rs []records.Record) error {
 		}
 		q.WriteString(recordPlaceholders)
 		args = append(args, r.ID, s.timeValue(r.Time), r.TeamID, r.KeyID, r.Method, r.Route, r.Model, r.Backend, r.Replica,
-			r.Status, r.ErrorCode, r.LatencyMs, ttft, r.PromptTokens, r.CompletionTokens, r.ClientIP, r.User, r.Prompt, r.Output, r.PrevHash, r.Hash)
+			r.Status, r.ErrorCode, r.LatencyMs, ttft, r.PromptTokens, r.CompletionTokens, r.ClientIP, r.User, r.UserID, r.Prompt, r.Output, r.PrevHash, r.Hash)
 	}
 	q.WriteString(` RETURNING seq`)
 	rows, err := tx.QueryContext(ctx, s.rebind(q.String()), args...)
@@ -124,7 +124,7 @@ func (s *Store) scanRecord(sc interface{ Scan(...any) error }) (records.Record, 
 	var t TimeScanner
 	var ttft sql.NullFloat64
 	if err := sc.Scan(&r.Seq, &r.ID, &t, &r.TeamID, &r.KeyID, &r.Method, &r.Route, &r.Model, &r.Backend, &r.Replica, &r.Status, &r.ErrorCode,
-		&r.LatencyMs, &ttft, &r.PromptTokens, &r.CompletionTokens, &r.ClientIP, &r.User, &r.Prompt, &r.Output, &r.PrevHash, &r.Hash); err != nil {
+		&r.LatencyMs, &ttft, &r.PromptTokens, &r.CompletionTokens, &r.ClientIP, &r.User, &r.UserID, &r.Prompt, &r.Output, &r.PrevHash, &r.Hash); err != nil {
 		return r, err
 	}
 	if ttft.Valid {

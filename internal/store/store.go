@@ -32,6 +32,7 @@ import (
 // interface, Close, and Ping for readiness probes.
 type Store interface {
 	auth.KeyStore
+	auth.UserStore
 	catalog.SpecStore
 	sources.Store
 	responses.Store

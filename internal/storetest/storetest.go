@@ -59,6 +59,7 @@ func Run(t *testing.T, open func(t *testing.T) auth.KeyStore) {
 		{"Batches", testBatches},
 		{"Idempotency", testIdempotency},
 		{"ConsoleSessions", testConsoleSessions},
+		{"Users", testUsers},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

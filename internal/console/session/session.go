@@ -93,6 +93,10 @@ func (m *Manager) idle() time.Duration {
 	return DefaultIdle
 }
 
+// MaxAgeOrDefault is how long after sign-in a session ends whatever its
+// use (a session key made for it need not outlive it).
+func (m *Manager) MaxAgeOrDefault() time.Duration { return m.maxAge() }
+
 func (m *Manager) maxAge() time.Duration {
 	if m.MaxAge > 0 {
 		return m.MaxAge

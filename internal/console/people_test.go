@@ -1,0 +1,198 @@
+package console_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/config"
+	"github.com/sovereign-ai/sovereign/internal/console"
+)
+
+// signInAs signs in with an e-mail address and password.
+func (b *browser) signInAs(email, password string) resp {
+	b.e.t.Helper()
+	page := b.get("/console/signin")
+	if page.status != 200 {
+		b.e.t.Fatalf("sign-in page: %d", page.status)
+	}
+	r := b.post("/console/signin", url.Values{"csrf_token": {csrfOf(b.e.t, page.body)}, "email": {email}, "password": {password}, "next": {"/console/keys"}})
+	if r.status == http.StatusSeeOther {
+		home := b.get("/console/")
+		if home.status != 200 {
+			b.e.t.Fatalf("after sign-in, /console/: %d %s", home.status, home.body)
+		}
+		b.csrf = csrfOf(b.e.t, home.body)
+	}
+	return r
+}
+
+// user creates a user through the API as the admin and returns its id.
+func (e *env) user(email, password string, memberships ...map[string]any) string {
+	e.t.Helper()
+	st, u := e.api(e.admin, "POST", "/v1/users", map[string]any{"email": email, "password": password, "memberships": memberships})
+	if st != 201 {
+		e.t.Fatalf("create user: %d %v", st, u)
+	}
+	return u["id"].(string)
+}
+
+func (e *env) team(name string) string {
+	e.t.Helper()
+	st, tm := e.api(e.admin, "POST", "/v1/teams", map[string]any{"name": name})
+	if st != 201 {
+		e.t.Fatalf("create team: %d %v", st, tm)
+	}
+	return tm["id"].(string)
+}
+
+// TestPeopleSignIn: by default people sign in with a password and keys do
+// not; the session acts with the person's role in their team, records
+// name the person, switching team changes what they see, and taking them
+// out of the team (or deactivating them) ends their access at once.
+func TestPeopleSignIn(t *testing.T) {
+	e := newEnvConfig(t, false, config.Config{})
+	research, ops := e.team("research"), e.team("ops")
+	ada := e.user("ada@example.com", "correct horse battery",
+		map[string]any{"team_id": research, "role": "developer"}, map[string]any{"team_id": ops, "role": "viewer"})
+
+	// The break-glass key sign-in is off by default.
+	b := e.browser()
+	page := b.get("/console/signin")
+	if strings.Contains(page.body, `name="api_key"`) || !strings.Contains(page.body, `name="password"`) {
+		t.Fatalf("sign-in page: key form shown or password form missing:\n%s", page.body)
+	}
+	if r := b.signIn(e.admin); r.status != http.StatusForbidden {
+		t.Fatalf("key sign-in while off: %d", r.status)
+	}
+	if r := b.signInAs("ada@example.com", "wrong horse battery"); r.status != http.StatusUnauthorized {
+		t.Fatalf("wrong password: %d", r.status)
+	}
+	if r := b.signInAs("ada@example.com", "correct horse battery"); r.status != http.StatusSeeOther {
+		t.Fatalf("sign-in: %d %s", r.status, r.body)
+	}
+	home := b.get("/console/")
+	if !strings.Contains(home.body, "ada@example.com") || !strings.Contains(home.body, "research (developer)") || !strings.Contains(home.body, "ops (viewer)") {
+		t.Fatalf("header lacks the person and their teams:\n%s", home.body)
+	}
+
+	// As a developer of research: the playground's model list is allowed
+	// (inference), team admin pages are not.
+	if r := b.get("/console/api/models"); r.status != 200 {
+		t.Fatalf("models as a developer: %d %s", r.status, r.body)
+	}
+	if r := b.get("/console/api/teams"); r.status != http.StatusForbidden {
+		t.Errorf("teams (admin) as a developer: %d", r.status)
+	}
+	// The request log names the person as well as the key (the writer
+	// batches: poll).
+	var logs map[string]any
+	found := false
+	for deadline := time.Now().Add(5 * time.Second); !found && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		_, logs = e.api(e.admin, "GET", "/v1/logs?team_id="+research, nil)
+		for _, r := range logs["data"].([]any) {
+			if rec := r.(map[string]any); rec["user_id"] == ada && rec["route"] == "GET /v1/models" {
+				found = true
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no record of the console's call with user_id %s: %v", ada, logs["data"])
+	}
+
+	// A person's own key: within the role.
+	st, k := e.apiAsConsole(b, "POST", "/console/api/keys", `{"name":"mine","scopes":["inference","models:read"]}`)
+	if st != 201 || k["kind"] != "user" || k["owner_user_id"] != ada || k["team_id"] != research {
+		t.Fatalf("own key: %d %v", st, k)
+	}
+	if st, body := e.apiAsConsole(b, "POST", "/console/api/keys", `{"name":"too much","scopes":["admin"]}`); st != 400 {
+		t.Errorf("a key beyond the role: %d %v", st, body)
+	}
+	if st, body := e.apiAsConsole(b, "POST", "/console/api/keys", `{"name":"svc","scopes":["inference"],"kind":"service"}`); st != 403 {
+		t.Errorf("a developer's service key: %d %v", st, body)
+	}
+	mine := k["key"].(string)
+	if st, _ := e.api(mine, "GET", "/v1/models", nil); st != 200 {
+		t.Fatalf("own key: %d", st)
+	}
+
+	// Switching to ops, a viewer there: inference is refused.
+	if r := b.post("/console/team", url.Values{"csrf_token": {b.csrf}, "team_id": {ops}}); r.status != http.StatusSeeOther {
+		t.Fatalf("switch team: %d %s", r.status, r.body)
+	}
+	home = b.get("/console/")
+	b.csrf = csrfOf(t, home.body)
+	if st, body := e.apiAsConsole(b, "POST", "/console/api/chat/completions", `{"model":"none","messages":[{"role":"user","content":"hi"}]}`); st != 403 {
+		t.Errorf("inference as a viewer: %d %v", st, body)
+	}
+
+	// Out of research: the own key stops at once; deactivated: the
+	// session ends.
+	if st, body := e.api(e.admin, "DELETE", "/v1/teams/"+research+"/members/"+ada, nil); st != 200 {
+		t.Fatalf("remove member: %d %v", st, body)
+	}
+	if st, _ := e.api(mine, "GET", "/v1/models", nil); st != 401 {
+		t.Errorf("the key of someone who left the team: %d, want 401", st)
+	}
+	if st, body := e.api(e.admin, "POST", "/v1/users/"+ada, map[string]any{"active": false}); st != 200 {
+		t.Fatalf("deactivate: %d %v", st, body)
+	}
+	if r := b.get("/console/keys"); r.status != http.StatusSeeOther {
+		t.Errorf("console after deactivation: %d, want the sign-in redirect", r.status)
+	}
+	if r := b.signInAs("ada@example.com", "correct horse battery"); r.status != http.StatusUnauthorized {
+		t.Errorf("a deactivated person signs in: %d", r.status)
+	}
+}
+
+// TestPasswordGuessing: an account locks after repeated failures (the
+// right password then fails too), and one address is slowed down across
+// accounts.
+func TestPasswordGuessing(t *testing.T) {
+	e := newEnvConfig(t, false, config.Config{})
+	research := e.team("research")
+	e.user("bob@example.com", "correct horse battery", map[string]any{"team_id": research, "role": "viewer"})
+	b := e.browser()
+	for i := range 5 {
+		if r := b.signInAs("bob@example.com", "guess number "+string(rune('a'+i))+"xxxx"); r.status != http.StatusUnauthorized {
+			t.Fatalf("guess %d: %d", i, r.status)
+		}
+	}
+	if r := b.signInAs("bob@example.com", "correct horse battery"); r.status != http.StatusUnauthorized {
+		t.Fatalf("the right password on a locked account: %d", r.status)
+	}
+	_, u := e.api(e.admin, "GET", "/v1/users?team_id="+research, nil)
+	if data := u["data"].([]any); len(data) != 1 || data[0].(map[string]any)["locked"] != true {
+		t.Errorf("the account is not shown locked: %v", u)
+	}
+	var last int
+	for range 10 {
+		last = b.signInAs("nobody@example.com", "whatever it might be").status
+	}
+	if last != http.StatusTooManyRequests {
+		t.Errorf("the 17th attempt from one address in a minute: %d, want 429", last)
+	}
+}
+
+// apiAsConsole calls the console's API pass-through with the session.
+func (e *env) apiAsConsole(b *browser, method, path, body string) (int, map[string]any) {
+	e.t.Helper()
+	req, _ := http.NewRequest(method, e.url+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(console.CSRFHeader, b.csrf)
+	res, err := b.c.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var out map[string]any
+	raw, _ := io.ReadAll(res.Body)
+	if err := json.Unmarshal(raw, &out); err != nil {
+		out = map[string]any{"body": string(raw)}
+	}
+	return res.StatusCode, out
+}

@@ -1,0 +1,47 @@
+-- People (internal/auth, docs/users.md): users who sign in to the console
+-- and own API keys, their memberships of teams with a role, and which
+-- kind of key each key is. An expand step: a release that knows fewer
+-- migrations ignores these tables and columns (its keys are all the
+-- team's service-account keys, as before). Times are UTC text in the
+-- stores' fixed-width form.
+
+-- +goose Up
+CREATE TABLE users (
+    id             TEXT PRIMARY KEY,
+    email          TEXT NOT NULL,
+    name           TEXT NOT NULL DEFAULT '',
+    active         INTEGER NOT NULL DEFAULT 1,
+    instance_admin INTEGER NOT NULL DEFAULT 0,
+    password_hash  TEXT NOT NULL DEFAULT '',
+    failed_logins  INTEGER NOT NULL DEFAULT 0,
+    locked_until   TEXT,
+    created_at     TEXT NOT NULL,
+    last_login_at  TEXT
+);
+CREATE UNIQUE INDEX users_email ON users (email);
+
+CREATE TABLE memberships (
+    user_id    TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    team_id    TEXT NOT NULL REFERENCES teams (id) ON DELETE CASCADE,
+    role       TEXT NOT NULL,
+    source     TEXT NOT NULL DEFAULT '',
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (user_id, team_id)
+);
+CREATE INDEX memberships_team ON memberships (team_id, created_at);
+
+ALTER TABLE api_keys ADD COLUMN kind TEXT NOT NULL DEFAULT 'service';
+ALTER TABLE api_keys ADD COLUMN owner_user_id TEXT NOT NULL DEFAULT '';
+CREATE INDEX api_keys_owner ON api_keys (owner_user_id) WHERE owner_user_id <> '';
+
+-- The user behind a request made with a key they own ('' for a service
+-- key).
+ALTER TABLE request_logs ADD COLUMN user_id TEXT NOT NULL DEFAULT '';
+
+-- +goose Down
+ALTER TABLE request_logs DROP COLUMN user_id;
+DROP INDEX api_keys_owner;
+ALTER TABLE api_keys DROP COLUMN owner_user_id;
+ALTER TABLE api_keys DROP COLUMN kind;
+DROP TABLE memberships;
+DROP TABLE users;

@@ -1,0 +1,251 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+
+	"github.com/sovereign-ai/sovereign/internal/auth"
+)
+
+// The users and memberships tables: the store side of auth.UserStore.
+
+var _ auth.UserStore = (*Store)(nil)
+
+const userColumns = `id, email, name, active, instance_admin, password_hash, failed_logins, locked_until, created_at, last_login_at`
+
+// CreateUser stores u. Errors: auth.ErrConflict when the id or e-mail
+// address is taken.
+func (s *Store) CreateUser(ctx context.Context, u auth.User) error {
+	_, err := s.db.ExecContext(ctx, s.rebind(`INSERT INTO users (`+userColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+		u.ID, u.Email, u.Name, u.Active, u.InstanceAdmin, u.PasswordHash, u.FailedLogins, s.timePtrValue(u.LockedUntil),
+		s.timeValue(u.CreatedAt), s.timePtrValue(u.LastLoginAt))
+	if err != nil {
+		return s.errorf("create user: %w", s.classify(err))
+	}
+	return nil
+}
+
+// GetUser returns user id. Errors: auth.ErrNotFound.
+func (s *Store) GetUser(ctx context.Context, id string) (auth.User, error) {
+	return s.getUser(ctx, `SELECT `+userColumns+` FROM users WHERE id = ?`, id)
+}
+
+// GetUserByEmail returns the user with e-mail address email (as stored:
+// lower-cased). Errors: auth.ErrNotFound.
+func (s *Store) GetUserByEmail(ctx context.Context, email string) (auth.User, error) {
+	return s.getUser(ctx, `SELECT `+userColumns+` FROM users WHERE email = ?`, email)
+}
+
+func (s *Store) getUser(ctx context.Context, q, arg string) (auth.User, error) {
+	u, err := s.scanUser(s.db.QueryRowContext(ctx, s.rebind(q), arg))
+	if errors.Is(err, sql.ErrNoRows) {
+		return auth.User{}, s.errorf("user %q: %w", arg, auth.ErrNotFound)
+	}
+	if err != nil {
+		return auth.User{}, s.errorf("get user: %w", err)
+	}
+	return u, nil
+}
+
+// ListUsers returns every user, or team teamID's members, oldest first.
+func (s *Store) ListUsers(ctx context.Context, teamID string) ([]auth.User, error) {
+	var rows *sql.Rows
+	var err error
+	if teamID == "" {
+		rows, err = s.db.QueryContext(ctx, `SELECT `+userColumns+` FROM users ORDER BY created_at, id`)
+	} else {
+		rows, err = s.db.QueryContext(ctx, s.rebind(`SELECT `+prefixed("u.", userColumns)+` FROM users u
+			JOIN memberships m ON m.user_id = u.id WHERE m.team_id = ? ORDER BY u.created_at, u.id`), teamID)
+	}
+	if err != nil {
+		return nil, s.errorf("list users: %w", err)
+	}
+	defer rows.Close()
+	out := []auth.User{}
+	for rows.Next() {
+		u, err := s.scanUser(rows)
+		if err != nil {
+			return nil, s.errorf("list users: %w", err)
+		}
+		out = append(out, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.errorf("list users: %w", err)
+	}
+	return out, nil
+}
+
+// prefixed qualifies each column of a comma-separated list.
+func prefixed(p, cols string) string {
+	f := strings.Split(cols, ",")
+	for i := range f {
+		f[i] = p + strings.TrimSpace(f[i])
+	}
+	return strings.Join(f, ", ")
+}
+
+// UpdateUser sets the non-nil fields of u on user id. Errors:
+// auth.ErrNotFound, auth.ErrConflict (an e-mail address in use).
+func (s *Store) UpdateUser(ctx context.Context, id string, u auth.UserUpdate) error {
+	var set []string
+	var args []any
+	add := func(col string, v any) { set, args = append(set, col+" = ?"), append(args, v) }
+	if u.Email != nil {
+		add("email", *u.Email)
+	}
+	if u.Name != nil {
+		add("name", *u.Name)
+	}
+	if u.Active != nil {
+		add("active", *u.Active)
+	}
+	if u.InstanceAdmin != nil {
+		add("instance_admin", *u.InstanceAdmin)
+	}
+	if u.PasswordHash != nil {
+		add("password_hash", *u.PasswordHash)
+	}
+	if u.FailedLogins != nil {
+		add("failed_logins", *u.FailedLogins)
+	}
+	if u.LockedUntil != nil {
+		add("locked_until", s.timeValue(*u.LockedUntil))
+	} else if u.ClearLock {
+		set = append(set, "locked_until = NULL")
+	}
+	if u.LastLoginAt != nil {
+		add("last_login_at", s.timeValue(*u.LastLoginAt))
+	}
+	if len(set) == 0 {
+		set = append(set, "id = id")
+	}
+	res, err := s.db.ExecContext(ctx, s.rebind(`UPDATE users SET `+strings.Join(set, ", ")+` WHERE id = ?`), append(args, id)...)
+	if err != nil {
+		return s.errorf("update user: %w", s.classify(err))
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return s.errorf("update user: %w", err)
+	} else if n == 0 {
+		return s.errorf("user %q: %w", id, auth.ErrNotFound)
+	}
+	return nil
+}
+
+// AddLoginFailure counts a failed password sign-in and returns the count.
+// Errors: auth.ErrNotFound.
+func (s *Store) AddLoginFailure(ctx context.Context, id string) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, s.rebind(`UPDATE users SET failed_logins = failed_logins + 1 WHERE id = ? RETURNING failed_logins`), id).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, s.errorf("user %q: %w", id, auth.ErrNotFound)
+	}
+	if err != nil {
+		return 0, s.errorf("add login failure: %w", err)
+	}
+	return n, nil
+}
+
+// PutMembership creates or changes a membership. Errors: auth.ErrNotFound
+// when the user or team does not exist.
+func (s *Store) PutMembership(ctx context.Context, m auth.Membership) error {
+	_, err := s.db.ExecContext(ctx, s.rebind(`INSERT INTO memberships (user_id, team_id, role, source, created_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (user_id, team_id) DO UPDATE SET role = excluded.role, source = excluded.source`),
+		m.UserID, m.TeamID, string(m.Role), m.Source, s.timeValue(m.CreatedAt))
+	if s.isForeignKey(err) {
+		return s.errorf("membership of %q in %q: %w", m.UserID, m.TeamID, auth.ErrNotFound)
+	}
+	if err != nil {
+		return s.errorf("put membership: %w", err)
+	}
+	return nil
+}
+
+// DeleteMembership removes a membership. Errors: auth.ErrNotFound.
+func (s *Store) DeleteMembership(ctx context.Context, userID, teamID string) error {
+	res, err := s.db.ExecContext(ctx, s.rebind(`DELETE FROM memberships WHERE user_id = ? AND team_id = ?`), userID, teamID)
+	if err != nil {
+		return s.errorf("delete membership: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return s.errorf("delete membership: %w", err)
+	} else if n == 0 {
+		return s.errorf("membership of %q in %q: %w", userID, teamID, auth.ErrNotFound)
+	}
+	return nil
+}
+
+// ListMemberships returns user userID's memberships, or team teamID's
+// when userID is "", oldest first.
+func (s *Store) ListMemberships(ctx context.Context, userID, teamID string) ([]auth.Membership, error) {
+	q, arg := `SELECT user_id, team_id, role, source, created_at FROM memberships WHERE user_id = ? ORDER BY created_at, team_id`, userID
+	if userID == "" {
+		q, arg = `SELECT user_id, team_id, role, source, created_at FROM memberships WHERE team_id = ? ORDER BY created_at, user_id`, teamID
+	}
+	rows, err := s.db.QueryContext(ctx, s.rebind(q), arg)
+	if err != nil {
+		return nil, s.errorf("list memberships: %w", err)
+	}
+	defer rows.Close()
+	out := []auth.Membership{}
+	for rows.Next() {
+		var m auth.Membership
+		var role string
+		var created TimeScanner
+		if err := rows.Scan(&m.UserID, &m.TeamID, &role, &m.Source, &created); err != nil {
+			return nil, s.errorf("list memberships: %w", err)
+		}
+		m.Role = auth.Role(role)
+		if m.CreatedAt, err = s.requiredTime(created); err != nil {
+			return nil, s.errorf("list memberships: %w", err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.errorf("list memberships: %w", err)
+	}
+	return out, nil
+}
+
+// ListKeysOfUser returns the keys user userID owns, console sessions'
+// included, oldest first.
+func (s *Store) ListKeysOfUser(ctx context.Context, userID string) ([]auth.Key, error) {
+	rows, err := s.db.QueryContext(ctx, s.rebind(keySelect+`WHERE k.owner_user_id = ? ORDER BY k.created_at, k.id`), userID)
+	if err != nil {
+		return nil, s.errorf("list keys of user: %w", err)
+	}
+	defer rows.Close()
+	keys := []auth.Key{}
+	for rows.Next() {
+		k, err := s.scanKey(rows)
+		if err != nil {
+			return nil, s.errorf("list keys of user: %w", err)
+		}
+		keys = append(keys, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.errorf("list keys of user: %w", err)
+	}
+	return keys, nil
+}
+
+func (s *Store) scanUser(r scanner) (auth.User, error) {
+	var u auth.User
+	var locked, created, last TimeScanner
+	if err := r.Scan(&u.ID, &u.Email, &u.Name, &u.Active, &u.InstanceAdmin, &u.PasswordHash, &u.FailedLogins,
+		&locked, &created, &last); err != nil {
+		return auth.User{}, err
+	}
+	var err error
+	if u.LockedUntil, err = s.timeOf(locked); err != nil {
+		return auth.User{}, err
+	}
+	if u.CreatedAt, err = s.requiredTime(created); err != nil {
+		return auth.User{}, err
+	}
+	if u.LastLoginAt, err = s.timeOf(last); err != nil {
+		return auth.User{}, err
+	}
+	return u, nil
+}

@@ -1,0 +1,194 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sovereign-ai/sovereign/internal/auth"
+)
+
+// testUsers checks users, memberships and the standing a user's key is
+// read with (auth.Owner), in the store and through auth.Service.
+func testUsers(t *testing.T, ks auth.KeyStore) {
+	ctx := context.Background()
+	s := ks.(auth.UserStore)
+	now := time.Now().UTC()
+	svc := auth.NewService(ks)
+	svc.Now = func() time.Time { return now }
+	var ended []string
+	svc.EndSessions = func(_ context.Context, keyID string) error { ended = append(ended, keyID); return nil }
+
+	research, err := svc.CreateTeam(ctx, "research")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, err := svc.CreateTeam(ctx, "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ada, err := svc.CreateUser(ctx, auth.CreateUserParams{Email: " Ada@Example.COM ", Name: "Ada", Password: "correct horse battery",
+		Memberships: []auth.Membership{{TeamID: research.ID, Role: auth.RoleDeveloper}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ada.Email != "ada@example.com" || !ada.Active || ada.PasswordHash == "" || ada.PasswordHash == "correct horse battery" {
+		t.Fatalf("created user = %+v", ada)
+	}
+	if _, err := svc.CreateUser(ctx, auth.CreateUserParams{Email: "ADA@example.com"}); !errors.Is(err, auth.ErrConflict) {
+		t.Errorf("second user with the same address: %v, want ErrConflict", err)
+	}
+	for _, bad := range []auth.CreateUserParams{{Email: "not an address"}, {Email: "b@example.com", Password: "short"},
+		{Email: "c@example.com", Memberships: []auth.Membership{{TeamID: research.ID, Role: "emperor"}}},
+		{Email: "d@example.com", Memberships: []auth.Membership{{TeamID: "team_none", Role: auth.RoleViewer}}}} {
+		if _, err := svc.CreateUser(ctx, bad); err == nil {
+			t.Errorf("CreateUser(%+v) succeeded", bad)
+		}
+	}
+	got, err := s.GetUserByEmail(ctx, "ada@example.com")
+	if err != nil || got.ID != ada.ID || !got.CreatedAt.Equal(ada.CreatedAt.Truncate(time.Microsecond)) {
+		t.Fatalf("GetUserByEmail = %+v, %v", got, err)
+	}
+	if _, err := s.GetUser(ctx, "user_none"); !errors.Is(err, auth.ErrNotFound) {
+		t.Errorf("GetUser(unknown) = %v", err)
+	}
+
+	// Memberships: put, change, list both ways.
+	if _, err := svc.SetMembership(ctx, ada.ID, ops.ID, auth.RoleViewer, ""); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := svc.Memberships(ctx, ada.ID)
+	if err != nil || len(ms) != 2 {
+		t.Fatalf("Memberships = %+v, %v", ms, err)
+	}
+	if members, err := svc.TeamMembers(ctx, ops.ID); err != nil || len(members) != 1 || members[0].Role != auth.RoleViewer || members[0].Source != "api" {
+		t.Fatalf("TeamMembers(ops) = %+v, %v", members, err)
+	}
+	if users, err := svc.ListUsers(ctx, research.ID); err != nil || len(users) != 1 || users[0].ID != ada.ID {
+		t.Fatalf("ListUsers(research) = %+v, %v", users, err)
+	}
+	if _, err := svc.SetMembership(ctx, ada.ID, "team_none", auth.RoleViewer, ""); !errors.Is(err, auth.ErrNotFound) {
+		t.Errorf("membership of an unknown team: %v", err)
+	}
+
+	// A user's own key: within the role, and read with the owner's standing.
+	if _, _, err := svc.CreateKey(ctx, auth.CreateKeyParams{TeamID: research.ID, Scopes: []auth.Scope{auth.ScopeAdmin},
+		Kind: auth.KindUser, OwnerUserID: ada.ID}); err == nil {
+		t.Error("a developer's key with admin was created")
+	}
+	if _, _, err := svc.CreateKey(ctx, auth.CreateKeyParams{TeamID: ops.ID, Scopes: []auth.Scope{auth.ScopeInference},
+		Kind: auth.KindUser, OwnerUserID: ada.ID}); err == nil {
+		t.Error("a viewer's key with inference was created")
+	}
+	k, secret, err := svc.CreateKey(ctx, auth.CreateKeyParams{Name: "notebook", TeamID: research.ID,
+		Scopes: []auth.Scope{auth.ScopeInference, auth.ScopeRecordsRead}, Kind: auth.KindUser, OwnerUserID: ada.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.CacheTTL = -1
+	read, err := svc.Authenticate(ctx, secret)
+	if err != nil || read.Kind != auth.KindUser || read.OwnerUserID != ada.ID || read.Owner == nil ||
+		read.Owner.Role != auth.RoleDeveloper || !read.Owner.Active || !auth.HasScope(read, auth.ScopeInference) {
+		t.Fatalf("Authenticate(user key) = %+v (owner %+v), %v", read, read.Owner, err)
+	}
+	sess, err := svc.SessionKey(ctx, ada.ID, research.ID, now.Add(time.Hour))
+	if err != nil || sess.Kind != auth.KindSession || !auth.HasScope(sess, auth.ScopeWorkflows) || auth.HasScope(sess, auth.ScopeAdmin) {
+		t.Fatalf("SessionKey = %+v, %v", sess, err)
+	}
+	if keys, err := svc.ListKeys(ctx, research.ID); err != nil || len(keys) != 1 || keys[0].ID != k.ID {
+		t.Errorf("ListKeys(research) = %+v, %v; want the user's key, not the session's", keys, err)
+	}
+	if keys, err := s.ListKeysOfUser(ctx, ada.ID); err != nil || len(keys) != 2 {
+		t.Errorf("ListKeysOfUser = %d keys, %v; want 2", len(keys), err)
+	}
+
+	// A lower role applies to the key at once; leaving the team stops it
+	// and ends the sessions; so does deactivation.
+	if _, err := svc.SetMembership(ctx, ada.ID, research.ID, auth.RoleViewer, ""); err != nil {
+		t.Fatal(err)
+	}
+	if read, err = svc.Authenticate(ctx, secret); err != nil || auth.HasScope(read, auth.ScopeInference) || !auth.HasScope(read, auth.ScopeRecordsRead) {
+		t.Fatalf("as a viewer: inference=%v records=%v err=%v", auth.HasScope(read, auth.ScopeInference), auth.HasScope(read, auth.ScopeRecordsRead), err)
+	}
+	if err := svc.RemoveMembership(ctx, ada.ID, research.ID); err != nil {
+		t.Fatal(err)
+	}
+	if read, err = svc.GetKey(ctx, k.ID); err != nil || read.Active(now) {
+		t.Fatalf("the key of a user who left its team: active=%v err=%v", read.Active(now), err)
+	}
+	if len(ended) != 2 {
+		t.Errorf("sessions ended on leaving the team: %v, want both keys'", ended)
+	}
+	if err := svc.RemoveMembership(ctx, ada.ID, research.ID); !errors.Is(err, auth.ErrNotFound) {
+		t.Errorf("removing a membership twice: %v", err)
+	}
+	if _, err := svc.SetMembership(ctx, ada.ID, research.ID, auth.RoleDeveloper, "scim"); err != nil {
+		t.Fatal(err)
+	}
+	if read, err = svc.GetKey(ctx, k.ID); err != nil || !read.Active(now) {
+		t.Fatalf("back in the team: active=%v err=%v", read.Active(now), err)
+	}
+	if _, err := svc.UpdateUser(ctx, ada.ID, auth.UpdateUserParams{Active: ptr(false)}); err != nil {
+		t.Fatal(err)
+	}
+	if read, err = svc.GetKey(ctx, k.ID); err != nil || read.Active(now) || auth.HasScope(read, auth.ScopeRecordsRead) {
+		t.Fatalf("the key of a deactivated user: active=%v err=%v", read.Active(now), err)
+	}
+	if _, err := svc.SignIn(ctx, "ada@example.com", "correct horse battery"); !errors.Is(err, auth.ErrSignIn) {
+		t.Errorf("a deactivated user signed in: %v", err)
+	}
+	if _, err := svc.UpdateUser(ctx, ada.ID, auth.UpdateUserParams{Active: ptr(true)}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Password sign-in: success stamps the time; LockAfter failures lock
+	// (concurrent guesses each count), even the right password then fails.
+	if u, err := svc.SignIn(ctx, "ADA@example.com", "correct horse battery"); err != nil || u.LastLoginAt == nil {
+		t.Fatalf("SignIn = %+v, %v", u, err)
+	}
+	if _, err := svc.SignIn(ctx, "nobody@example.com", "correct horse battery"); !errors.Is(err, auth.ErrSignIn) {
+		t.Errorf("unknown address: %v", err)
+	}
+	var wg sync.WaitGroup
+	for range auth.LockAfter - 1 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := svc.SignIn(ctx, "ada@example.com", "wrong horse battery"); !errors.Is(err, auth.ErrSignIn) {
+				t.Errorf("wrong password: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if u, _ := s.GetUser(ctx, ada.ID); u.FailedLogins != auth.LockAfter-1 || u.LockedUntil != nil {
+		t.Fatalf("after %d failures: count %d, locked %v", auth.LockAfter-1, u.FailedLogins, u.LockedUntil)
+	}
+	if _, err := svc.SignIn(ctx, "ada@example.com", "wrong horse battery"); !errors.Is(err, auth.ErrSignIn) {
+		t.Fatal(err)
+	}
+	if _, err := svc.SignIn(ctx, "ada@example.com", "correct horse battery"); !errors.Is(err, auth.ErrSignIn) {
+		t.Errorf("the right password while locked: %v", err)
+	}
+	now = now.Add(auth.LockFor)
+	if _, err := svc.SignIn(ctx, "ada@example.com", "correct horse battery"); err != nil {
+		t.Errorf("after the lock: %v", err)
+	}
+	if u, _ := s.GetUser(ctx, ada.ID); u.FailedLogins != 0 || u.LockedUntil != nil {
+		t.Errorf("after a success: count %d, locked %v", u.FailedLogins, u.LockedUntil)
+	}
+
+	// An instance administrator's session holds admin in any team.
+	root, err := svc.CreateUser(ctx, auth.CreateUserParams{Email: "root@example.com", InstanceAdmin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := svc.SessionKey(ctx, root.ID, ops.ID, now.Add(time.Hour))
+	if err != nil || !auth.HasScope(rs, auth.ScopeAdmin) {
+		t.Fatalf("instance admin's session: %+v, %v", rs, err)
+	}
+	if _, err := svc.SessionKey(ctx, ada.ID, "team_none", now.Add(time.Hour)); err == nil {
+		t.Error("a session in a team the user is not in")
+	}
+}
