@@ -145,8 +145,8 @@ type page struct {
 
 // req is one signed-in request.
 type req struct {
-	w    http.ResponseWriter
-	r    *http.Request
+	w      http.ResponseWriter
+	r      *http.Request
 	sess   session.Session
 	key    auth.Key
 	person *person

@@ -60,6 +60,10 @@ func TestPeopleSignIn(t *testing.T) {
 	ada := e.user("ada@example.com", "correct horse battery",
 		map[string]any{"team_id": research, "role": "developer"}, map[string]any{"team_id": ops, "role": "viewer"})
 
+	if st, body := e.api(e.admin, "POST", "/v1/users", map[string]any{"email": "x@example.com", "admin": true}); st != 400 {
+		t.Errorf("an unknown field: %d %v", st, body)
+	}
+
 	// The break-glass key sign-in is off by default.
 	b := e.browser()
 	page := b.get("/console/signin")

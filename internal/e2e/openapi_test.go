@@ -937,9 +937,32 @@ func TestOpenAPIAdminResponsesMatch(t *testing.T) {
 	if x := idem(map[string]any{"name": "other"}); x.resp.StatusCode != 422 {
 		t.Fatalf("reused key: %d %s", x.resp.StatusCode, x.body)
 	}
+	// People: a user, their membership, their own key, who they are.
+	u := c.call("POST", "/v1/users", map[string]any{"email": "ada@example.com", "name": "Ada", "password": "correct horse battery",
+		"memberships": []map[string]any{{"team_id": team["id"], "role": "developer"}}}).json(t)
+	uid, _ := u["id"].(string)
+	if uid == "" {
+		t.Fatalf("create user: %v", u)
+	}
+	c.call("POST", "/v1/users", map[string]any{"email": "ADA@example.com"}) // 409
+	c.call("POST", "/v1/users", map[string]any{"email": "not an address"})  // 400
+	c.call("GET", "/v1/users", nil)
+	c.call("GET", "/v1/users/"+uid, nil)
+	c.call("GET", "/v1/users/user_doesnotexist", nil) // 404
+	c.call("POST", "/v1/users/"+uid, map[string]any{"name": "Ada Lovelace"})
+	c.call("GET", "/v1/teams/"+team["id"].(string)+"/members", nil)
+	c.call("PUT", "/v1/teams/"+team["id"].(string)+"/members/"+uid, map[string]any{"role": "admin"})
+	uk := c.call("POST", "/v1/keys", map[string]any{"name": "ada's", "team_id": team["id"], "scopes": []string{"inference"}, "owner_user_id": uid}).json(t)
+	if uk["kind"] != "user" || uk["owner_user_id"] != uid {
+		t.Fatalf("a user's key: %v", uk)
+	}
+	c.call("GET", "/v1/me", nil)
+	c.call("DELETE", "/v1/teams/"+team["id"].(string)+"/members/"+uid, nil)
+	c.call("DELETE", "/v1/teams/"+team["id"].(string)+"/members/"+uid, nil) // 404
 	c.call("GET", "/readyz", nil)
 	c.call("GET", "/metrics", nil)
-	admin := []string{"createKey", "listKeys", "retrieveKey", "revokeKey", "rotateKey", "createTeam", "listTeams", "updateTeam", "getReadiness", "getMetrics"}
+	admin := []string{"createKey", "listKeys", "retrieveKey", "revokeKey", "rotateKey", "createTeam", "listTeams", "updateTeam", "getReadiness", "getMetrics",
+		"createUser", "listUsers", "getUser", "updateUser", "listTeamMembers", "putTeamMember", "deleteTeamMember", "getMe"}
 	if missing := c.uncovered(operationsExcept(c.doc, admin...)...); len(missing) > 0 {
 		t.Errorf("admin operations no check exercised: %v", missing)
 	}

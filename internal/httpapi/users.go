@@ -9,7 +9,6 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/apierr"
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/httpapi/wire"
-	"github.com/sovereign-ai/sovereign/internal/openai"
 )
 
 // UserAdmin manages users and their memberships (*auth.Service).
@@ -82,7 +81,7 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request) error {
 		InstanceAdmin bool                `json:"instance_admin"`
 		Memberships   []membershipRequest `json:"memberships"`
 	}
-	if err := openai.Decode(r.Body, &req); err != nil {
+	if err := wire.DecodeStrict(r.Body, &req); err != nil {
 		return err
 	}
 	p := auth.CreateUserParams{Email: req.Email, Name: req.Name, Password: req.Password, InstanceAdmin: req.InstanceAdmin}

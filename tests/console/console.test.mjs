@@ -80,8 +80,25 @@ test("signed out, a page leads to sign-in", async () => {
   await check("signin");
 });
 
-test("sign in with the admin key; the session cookie's flags", async () => {
-  await page.getByLabel("API key").fill(ADMIN);
+test("people sign in with a password; the API-key form is off by default", async () => {
+  assert.equal(await page.getByLabel("API key").count(), 0, "the break-glass key form is shown");
+  const me = await api(ADMIN, "GET", "/v1/me");
+  assert.equal(me.status, 200);
+  const made = await api(ADMIN, "POST", "/v1/users", {
+    email: "operator@example.com", name: "Olga Operator", password: "a long console password", instance_admin: true,
+    memberships: [{ team_id: me.body.key.team_id, role: "owner" }],
+  });
+  assert.equal(made.status, 201, JSON.stringify(made.body));
+  await page.getByLabel("E-mail address").fill("operator@example.com");
+  await page.getByLabel("Password").fill("not the password");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.getByText("Incorrect e-mail address or password").waitFor();
+  await check("signin-refused");
+});
+
+test("sign in as a person; the session cookie's flags", async () => {
+  await page.getByLabel("E-mail address").fill("operator@example.com");
+  await page.getByLabel("Password").fill("a long console password");
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.waitForURL(/\/console\/keys$/);
   const cookie = (await context.cookies()).find((c) => c.name === "sovereign_console");
@@ -92,6 +109,7 @@ test("sign in with the admin key; the session cookie's flags", async () => {
   assert.equal(cookie.secure, false, "plain HTTP on loopback: not Secure");
   await page.goto("/console/");
   await assert.doesNotReject(page.getByRole("heading", { name: "Overview" }).waitFor());
+  await page.getByText("Olga Operator").waitFor();
   await check("overview");
 });
 
