@@ -20,6 +20,7 @@ commands:
   migrate   bring the database schema up to date (or --check it) and exit
   models    pull, import, list and remove models; manage a server's model catalog
   keys      create, list, revoke and rotate API keys
+  users     create, list and deactivate the people who sign in to the console
   audit     verify the request log's hash chain
   bundle    make, verify and install signed offline bundles (keygen, create, verify, install)
   runner    serve one model (started by the server; not for direct use)
@@ -53,6 +54,8 @@ func main() {
 		err = auditCommand(context.Background(), os.Args[2:], os.Stdout, os.Stderr)
 	case "keys":
 		err = keysCommand(context.Background(), os.Args[2:], os.Stdout, os.Stderr)
+	case "users":
+		err = usersCommand(context.Background(), os.Args[2:], os.Stdin, os.Stdout, os.Stderr)
 	case "runner":
 		err = runnerCommand(os.Args[2:], os.Stdout)
 	case "extract":

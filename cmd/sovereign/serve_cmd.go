@@ -42,6 +42,12 @@ func openKeys(ctx context.Context, cfg config.Config, log *slog.Logger) (store.S
 	}
 	svc := auth.NewService(st)
 	svc.Logger = log
+	// A user deactivated from the command line is signed out of the
+	// console too (sessions live in the database).
+	svc.EndSessions = func(ctx context.Context, keyID string) error {
+		_, err := st.DeleteConsoleSessionsOfKey(ctx, keyID)
+		return err
+	}
 	return st, svc, nil
 }
 
@@ -140,6 +146,13 @@ func serveCommand(args []string) error {
 		fmt.Fprintln(os.Stderr, "Admin API key created from SOVEREIGN_BOOTSTRAP_KEY.")
 	default:
 		fmt.Fprintln(os.Stderr, "API keys: use an existing key; `sovereign keys create --scopes admin` makes a new admin key.")
+	}
+	// People sign in to the console with accounts (docs/users.md); say how
+	// to make the first one.
+	if us, err := a.Keys.ListUsers(ctx, ""); err == nil && len(us) == 0 {
+		fmt.Fprintln(os.Stderr, "Console sign-in: no user account yet. Make yours (an administrator of every team):")
+		fmt.Fprintln(os.Stderr, "    sovereign users create --email you@example.com --instance-admin")
+		fmt.Fprintln(os.Stderr, "  (or POST /v1/users with the admin key). People sign in with an e-mail address and password.")
 	}
 	select {
 	case err := <-errc:

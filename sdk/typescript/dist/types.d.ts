@@ -468,6 +468,8 @@ export interface RequestLog {
     time: string;
     team_id: string;
     key_id: string;
+    /** The person whose key made the request (their own key or their console sign-in's); absent for a service account's key. */
+    user_id?: string;
     method: string;
     route: string;
     model: string;
@@ -1001,6 +1003,10 @@ export interface CreateKeyRequest {
     scopes: Array<Scope>;
     /** Seconds from now until the key expires; null or absent never expires. */
     expires_in?: number | null;
+    /** `service` (an administrator's default; a team admin or owner may make one for their team) or `user` (a person's default: their own key, within their role). */
+    kind?: 'service' | 'user';
+    /** An administrator making a key for a user (kind `user`); the user must be a member of the team. */
+    owner_user_id?: string;
 }
 export interface RotateKeyRequest {
     /** How long the old key keeps working. */
@@ -1019,6 +1025,10 @@ export interface ApiKey {
     last_used_at: UnixTime | null;
     /** When the key was revoked. (A rotated key is not revoked; its `expires_at` becomes the end of the grace period.) */
     revoked_at: UnixTime | null;
+    /** `service`: the team's key, made by an administrator; `user`: a person's own key, acting with at most its owner's role in the team; `session`: a console sign-in's (never listed). */
+    kind?: 'service' | 'user' | 'session';
+    /** The user who owns a `user` or `session` key. */
+    owner_user_id?: string;
     /** The secret; only in the responses of create and rotate. */
     key?: string;
 }
@@ -1039,6 +1049,51 @@ export interface Team {
     created_at: UnixTime;
     /** The team's request records keep their prompt and output text (off by default). */
     capture?: boolean;
+}
+/** A user's role in a team (docs/users.md): viewer (console, models:read, */
+export type Role = 'viewer' | 'developer' | 'admin' | 'owner';
+export interface Membership {
+    object: 'team.membership';
+    user_id: string;
+    team_id: string;
+    role: Role;
+    /** What made it: `api`, `scim` or `oidc:<provider>`. */
+    source: string;
+    created_at: UnixTime;
+}
+export interface MembershipList {
+    object: 'list';
+    data: Array<Membership>;
+}
+export interface Person {
+    id: string;
+    object: 'user';
+    email: string;
+    name: string;
+    active: boolean;
+    /** Holds the admin scope, for every team. */
+    instance_admin: boolean;
+    /** Whether the user can sign in with a password (the hash is never shown). */
+    has_password: boolean;
+    /** Password sign-in is locked after repeated failures (15 minutes). */
+    locked: boolean;
+    created_at: UnixTime;
+    last_login_at: UnixTime | null;
+    memberships: Array<Membership>;
+}
+export interface UserList {
+    object: 'list';
+    data: Array<Person>;
+}
+export interface CreateUserRequest {
+    email: string;
+    name?: string;
+    password?: string;
+    instance_admin?: boolean;
+    memberships?: Array<{
+        team_id: string;
+        role: Role;
+    }>;
 }
 export interface TeamList {
     object: 'list';
