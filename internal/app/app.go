@@ -312,7 +312,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (a *App, err erro
 		ReadyChecks: readyChecks,
 	}
 	a.handler = a.API.Handler()
-	if err := a.newConsole(ctx, cfg.ConsoleSessionIdle, cfg.ConsoleKeySignIn, log); err != nil {
+	if err := a.newConsole(ctx, cfg, log); err != nil {
 		return nil, err
 	}
 	if err := a.startDurable(ctx, e, srcs, startWebhooks, log); err != nil {
@@ -411,7 +411,8 @@ func (a *App) Handler() http.Handler { return a.served }
 
 // newConsole builds the web console over the API and mounts it in front
 // of the API's handler; expired sessions are purged hourly.
-func (a *App) newConsole(ctx context.Context, idle time.Duration, keySignIn bool, log *slog.Logger) error {
+func (a *App) newConsole(ctx context.Context, cfg config.Config, log *slog.Logger) error {
+	idle, keySignIn := cfg.ConsoleSessionIdle, cfg.ConsoleKeySignIn
 	m := &session.Manager{Store: a.DB, Idle: idle}
 	// Deactivating a user, or taking them out of a team, ends the
 	// sessions of the keys they own.
@@ -427,6 +428,9 @@ func (a *App) newConsole(ctx context.Context, idle time.Duration, keySignIn bool
 	mux := http.NewServeMux()
 	mux.Handle(console.Prefix, c)
 	mux.Handle(console.Prefix+"/", c)
+	if h := a.scimHandler(cfg, log); h != nil {
+		mux.Handle("/scim/v2/", h)
+	}
 	mux.Handle("/", a.handler)
 	a.served = mux
 	a.background(ctx, func(ctx context.Context) {

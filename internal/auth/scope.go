@@ -43,6 +43,9 @@ const (
 	// scopes of the API calls it makes, so a console-only key signs in
 	// and sees nothing it could not read through the API.
 	ScopeConsole Scope = "console"
+	// ScopeSCIM is an identity provider's provisioning token: /scim/v2
+	// (users and groups) and nothing else (docs/scim.md).
+	ScopeSCIM Scope = "scim"
 	// ScopeAdmin allows everything, for every team: creating, rotating and
 	// revoking keys, managing teams, and every other scope.
 	ScopeAdmin Scope = "admin"
@@ -50,7 +53,7 @@ const (
 
 // ValidScopes lists every scope in a stable order (the order docs and
 // help texts show them in).
-var ValidScopes = []Scope{ScopeInference, ScopeModelsRead, ScopeModelsWrite, ScopeKeysRead, ScopeRecordsRead, ScopeWorkflows, ScopeApprovals, ScopeWebhooks, ScopeConsole, ScopeAdmin}
+var ValidScopes = []Scope{ScopeInference, ScopeModelsRead, ScopeModelsWrite, ScopeKeysRead, ScopeRecordsRead, ScopeWorkflows, ScopeApprovals, ScopeWebhooks, ScopeConsole, ScopeSCIM, ScopeAdmin}
 
 // Valid reports whether s is one of ValidScopes.
 func (s Scope) Valid() bool {

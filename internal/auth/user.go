@@ -479,3 +479,122 @@ func (s *Service) CreateKeyAs(ctx context.Context, caller Key, p CreateKeyParams
 	}
 	return s.CreateKey(ctx, p)
 }
+
+// GroupRule maps an identity provider's group to a role in a team, or to
+// instance administration (config group_rules; docs/users.md). The rules
+// are evaluated at every single sign-on and on every SCIM change.
+type GroupRule struct {
+	// Group is the group's name as the provider sends it (an OIDC groups
+	// claim's entry, a SCIM group's displayName).
+	Group string `yaml:"group"`
+	// Team is the team's name (created when missing); Role the role in it.
+	Team string `yaml:"team"`
+	Role Role   `yaml:"role"`
+	// InstanceAdmin makes the group's members instance administrators.
+	InstanceAdmin bool `yaml:"instance_admin"`
+}
+
+// CheckGroupRules validates rules (for the configuration's loader).
+func CheckGroupRules(rules []GroupRule) error {
+	for i, r := range rules {
+		switch {
+		case strings.TrimSpace(r.Group) == "":
+			return fmt.Errorf("group_rules[%d]: group is required", i)
+		case r.Team == "" && !r.InstanceAdmin:
+			return fmt.Errorf("group_rules[%d] (%s): a team and role, or instance_admin: true, is required", i, r.Group)
+		case r.Team != "" && !r.Role.Valid():
+			return fmt.Errorf("group_rules[%d] (%s): role %q is not one of viewer, developer, admin, owner", i, r.Group, r.Role)
+		}
+	}
+	return nil
+}
+
+// SyncGroups makes the memberships that source (an identity provider:
+// "oidc:<name>", "scim") gives user userID what rules make of groups: a
+// team's role is the highest any matching rule gives; memberships of the
+// source no rule gives any more are removed (their keys stop, their
+// sessions end). Memberships made otherwise (the API, the CLI) are left
+// alone, and a team a rule names is created when missing. When any rule
+// names instance administration, the user is an instance administrator
+// exactly while a matching group says so. It reports whether anything
+// changed.
+func (s *Service) SyncGroups(ctx context.Context, userID, source string, groups []string, rules []GroupRule) (bool, error) {
+	in := map[string]bool{}
+	for _, g := range groups {
+		in[g] = true
+	}
+	want := map[string]Role{} // team id → role
+	adminRules, admin := false, false
+	for _, r := range rules {
+		adminRules = adminRules || r.InstanceAdmin
+		if !in[r.Group] {
+			continue
+		}
+		admin = admin || r.InstanceAdmin
+		if r.Team == "" {
+			continue
+		}
+		t, err := s.TeamByName(ctx, r.Team)
+		if errors.Is(err, ErrNotFound) {
+			t, err = s.CreateTeam(ctx, r.Team)
+			if errors.Is(err, ErrConflict) { // made meanwhile by another sign-in
+				t, err = s.TeamByName(ctx, r.Team)
+			}
+		}
+		if err != nil {
+			return false, fmt.Errorf("group rule %q: team %q: %w", r.Group, r.Team, err)
+		}
+		if !want[t.ID].AtLeast(r.Role) {
+			want[t.ID] = r.Role
+		}
+	}
+	have, err := s.users().ListMemberships(ctx, userID, "")
+	if err != nil {
+		return false, err
+	}
+	changed := false
+	current := map[string]Membership{}
+	for _, m := range have {
+		current[m.TeamID] = m
+		if m.Source == source {
+			if _, ok := want[m.TeamID]; !ok {
+				if err := s.RemoveMembership(ctx, userID, m.TeamID); err != nil && !errors.Is(err, ErrNotFound) {
+					return changed, err
+				}
+				changed = true
+			}
+		}
+	}
+	for team, role := range want {
+		m, ok := current[team]
+		if ok && m.Source != source {
+			continue // made by an administrator: theirs to change
+		}
+		if ok && m.Role == role {
+			continue
+		}
+		if _, err := s.SetMembership(ctx, userID, team, role, source); err != nil {
+			return changed, err
+		}
+		if ok && role.rank() < m.Role.rank() {
+			s.endSessionsOf(ctx, userID) // a lower role: sign in again
+		}
+		changed = true
+	}
+	if adminRules {
+		u, err := s.GetUser(ctx, userID)
+		if err != nil {
+			return changed, err
+		}
+		if u.InstanceAdmin != admin {
+			if _, err := s.UpdateUser(ctx, userID, UpdateUserParams{InstanceAdmin: &admin}); err != nil {
+				return changed, err
+			}
+			if !admin {
+				s.endSessionsOf(ctx, userID)
+			}
+			changed = true
+		}
+	}
+	return changed, nil
+}

@@ -19,6 +19,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/limits"
 )
@@ -115,6 +116,10 @@ type Config struct {
 	// Limits are rate limits and quotas per key, team or model (YAML
 	// only; the admin API can override them; see docs/limits.md).
 	Limits []limits.Rule `yaml:"limits"`
+	// GroupRules map identity providers' groups (single sign-on's groups
+	// claim, SCIM groups) to roles in teams and to instance administration
+	// (YAML only; docs/users.md).
+	GroupRules []auth.GroupRule `yaml:"group_rules"`
 	// Models configures upstream models, local models from other paths, and
 	// aliases, limits and deprecation (YAML only; see docs/models.md).
 	Models []catalog.Spec `yaml:"models"`
@@ -274,6 +279,9 @@ func (c Config) Validate() error {
 	}
 	if c.ConsoleSessionIdle < 0 {
 		return errors.New("config: console_session_idle must not be negative")
+	}
+	if err := auth.CheckGroupRules(c.GroupRules); err != nil {
+		return fmt.Errorf("config: %w", err)
 	}
 	if c.RecordsSpoolBytes < 0 {
 		return errors.New("config: records_spool_bytes must not be negative")
