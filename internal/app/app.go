@@ -36,6 +36,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/limits"
 	"github.com/sovereign-ai/sovereign/internal/metrics"
 	"github.com/sovereign-ai/sovereign/internal/models"
+	"github.com/sovereign-ai/sovereign/internal/oidc"
 	"github.com/sovereign-ai/sovereign/internal/outbound"
 	"github.com/sovereign-ai/sovereign/internal/policy"
 	"github.com/sovereign-ai/sovereign/internal/records"
@@ -420,7 +421,15 @@ func (a *App) newConsole(ctx context.Context, cfg config.Config, log *slog.Logge
 		_, err := a.DB.DeleteConsoleSessionsOfKey(ctx, keyID)
 		return err
 	}
-	c, err := console.New(console.Config{API: a.API, Keys: a.Keys, Sessions: m, Log: log, Users: a.Keys, KeySignIn: keySignIn})
+	var providers []*oidc.Provider
+	for _, pc := range cfg.OIDC {
+		// The operator names the provider in the configuration: its URLs
+		// are not the outbound rules' business (a provider inside the
+		// perimeter is the usual case).
+		providers = append(providers, oidc.New(pc, &http.Client{Timeout: 15 * time.Second}))
+	}
+	c, err := console.New(console.Config{API: a.API, Keys: a.Keys, Sessions: m, Log: log, Users: a.Keys, KeySignIn: keySignIn,
+		Passwords: cfg.PasswordSignIn(), Providers: providers, GroupRules: cfg.GroupRules})
 	if err != nil {
 		return fmt.Errorf("console: %w", err)
 	}

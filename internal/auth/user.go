@@ -160,6 +160,12 @@ type UserStore interface {
 	ListMemberships(ctx context.Context, userID, teamID string) ([]Membership, error)
 	// ListKeysOfUser returns the keys a user owns, every team's.
 	ListKeysOfUser(ctx context.Context, userID string) ([]Key, error)
+	// GetUserByIdentity returns the user a single sign-on provider's
+	// subject is linked to (ErrNotFound).
+	GetUserByIdentity(ctx context.Context, provider, subject string) (User, error)
+	// LinkIdentity links a provider's subject to a user (ErrConflict:
+	// linked already).
+	LinkIdentity(ctx context.Context, provider, subject, userID string, at time.Time) error
 }
 
 // Password sign-in's limits.
@@ -597,4 +603,76 @@ func (s *Service) SyncGroups(ctx context.Context, userID, source string, groups 
 		}
 	}
 	return changed, nil
+}
+
+// ExternalIdentity is what a single sign-on provider says about the person
+// signing in (the ID token's claims, as the provider's configuration maps
+// them).
+type ExternalIdentity struct {
+	// Provider is the provider's name in the configuration; Subject its
+	// stable id for the person (the ID token's sub).
+	Provider, Subject string
+	Email             string
+	// EmailVerified is the email_verified claim (nil: not sent).
+	EmailVerified *bool
+	Name          string
+	Groups        []string
+}
+
+// SignInExternal signs in a person a single sign-on provider vouches for:
+// the user linked to the provider's subject, else the user with the same
+// e-mail address (linked now, unless the provider says the address is
+// not verified), else a new user (just-in-time). Their name and address
+// follow the provider's; their memberships from this provider follow the
+// group rules at every sign-in (SyncGroups, source "oidc:<provider>").
+// Errors: ErrSignIn (deactivated, or an unverified address that would
+// claim an existing account), a 400 for an unusable address.
+func (s *Service) SignInExternal(ctx context.Context, id ExternalIdentity, rules []GroupRule) (User, error) {
+	us := s.users()
+	email, err := NormalizeEmail("email", id.Email)
+	if err != nil {
+		return User{}, apierr.Invalid("email", "the identity provider sent no usable e-mail address (claim email): "+err.Error())
+	}
+	u, err := us.GetUserByIdentity(ctx, id.Provider, id.Subject)
+	if errors.Is(err, ErrNotFound) {
+		u, err = us.GetUserByEmail(ctx, email)
+		switch {
+		case err == nil && id.EmailVerified != nil && !*id.EmailVerified:
+			// An address the provider has not verified must not take over
+			// an account someone else made.
+			s.logger().Warn("auth: single sign-on refused: unverified e-mail address of an existing user", "provider", id.Provider, "email", email)
+			return User{}, ErrSignIn
+		case errors.Is(err, ErrNotFound):
+			u, err = s.CreateUser(ctx, CreateUserParams{Email: email, Name: id.Name})
+			if err == nil {
+				s.logger().Info("auth: user created at first single sign-on", "user", u.ID, "provider", id.Provider)
+			}
+		}
+		if err != nil {
+			return User{}, err
+		}
+		if err := us.LinkIdentity(ctx, id.Provider, id.Subject, u.ID, s.now()); err != nil {
+			return User{}, err
+		}
+	} else if err != nil {
+		return User{}, err
+	}
+	if !u.Active {
+		return User{}, ErrSignIn
+	}
+	now := s.now()
+	up := UserUpdate{LastLoginAt: &now}
+	if u.Email != email {
+		up.Email = &email
+	}
+	if n := strings.TrimSpace(id.Name); n != "" && n != u.Name && len(n) <= maxNameLen {
+		up.Name = &n
+	}
+	if err := us.UpdateUser(ctx, u.ID, up); err != nil {
+		return User{}, worded(err, ErrConflict, "another user has the e-mail address %q", email)
+	}
+	if _, err := s.SyncGroups(ctx, u.ID, "oidc:"+id.Provider, id.Groups, rules); err != nil {
+		return User{}, err
+	}
+	return s.GetUser(ctx, u.ID)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/limits"
+	"github.com/sovereign-ai/sovereign/internal/oidc"
 )
 
 // Config is the server configuration.
@@ -113,6 +114,12 @@ type Config struct {
 	// by default (people sign in as themselves) and logged at warning
 	// level on every use (docs/users.md).
 	ConsoleKeySignIn bool `yaml:"console_key_signin"`
+	// ConsolePasswordSignIn is whether people may sign in to the console
+	// with a password: "auto" (the default: yes unless single sign-on
+	// providers are configured), "true" (both) or "false".
+	ConsolePasswordSignIn string `yaml:"console_password_signin"`
+	// OIDC lists the single sign-on providers (YAML only; docs/users.md).
+	OIDC []oidc.ProviderConfig `yaml:"oidc"`
 	// Limits are rate limits and quotas per key, team or model (YAML
 	// only; the admin API can override them; see docs/limits.md).
 	Limits []limits.Rule `yaml:"limits"`
@@ -162,6 +169,7 @@ var settings = []setting{
 	{"WebhookRetryWindow", "webhook_retry_window", "SOVEREIGN_WEBHOOK_RETRY_WINDOW", "24h", "how long a webhook delivery is retried, with exponential backoff, before it fails"},
 	{"ConsoleSessionIdle", "console_session_idle", "SOVEREIGN_CONSOLE_SESSION_IDLE", "12h", "how long an unused web console session (/console) lasts before signing in again"},
 	{"ConsoleKeySignIn", "console_key_signin", "SOVEREIGN_CONSOLE_KEY_SIGNIN", "false", "let an API key with the console or admin scope sign in to the console (break-glass; logged)"},
+	{"ConsolePasswordSignIn", "console_password_signin", "SOVEREIGN_CONSOLE_PASSWORD_SIGNIN", "auto", "password sign-in to the console: auto (on unless single sign-on providers are configured), true or false"},
 	{"InstanceID", "instance_id", "SOVEREIGN_INSTANCE_ID", "", "this server's name among those sharing a PostgreSQL database, stable across restarts (default: host name and listen port)"},
 	{"MigrateOnStart", "migrate_on_start", "SOVEREIGN_MIGRATE_ON_START", "true", "apply pending database migrations at start (false, or --no-migrate: leave them to `sovereign migrate` and refuse to start on a schema behind this release; docs/upgrading.md)"},
 	{"AbstainText", "abstain_text", "SOVEREIGN_ABSTAIN_TEXT", "The sources do not say.", "the answer with citations when no source supports one (docs/sources.md)"},
@@ -283,6 +291,21 @@ func (c Config) Validate() error {
 	if err := auth.CheckGroupRules(c.GroupRules); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
+	switch c.ConsolePasswordSignIn {
+	case "", "auto", "true", "false":
+	default:
+		return fmt.Errorf("config: console_password_signin %q: want auto, true or false", c.ConsolePasswordSignIn)
+	}
+	seen := map[string]bool{}
+	for i := range c.OIDC {
+		if err := c.OIDC[i].Check(os.Getenv); err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
+		if seen[c.OIDC[i].Name] {
+			return fmt.Errorf("config: oidc provider %q is listed twice", c.OIDC[i].Name)
+		}
+		seen[c.OIDC[i].Name] = true
+	}
 	if c.RecordsSpoolBytes < 0 {
 		return errors.New("config: records_spool_bytes must not be negative")
 	}
@@ -335,4 +358,17 @@ func Usage(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %-24s %-32s %s [default %s]\n", "--"+strings.ReplaceAll(s.key, "_", "-"), s.env, s.help, def)
 	}
+}
+
+// PasswordSignIn reports whether people may sign in to the console with a
+// password (console_password_signin; auto: unless single sign-on is
+// configured).
+func (c Config) PasswordSignIn() bool {
+	switch c.ConsolePasswordSignIn {
+	case "true":
+		return true
+	case "false":
+		return false
+	}
+	return len(c.OIDC) == 0
 }

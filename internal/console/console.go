@@ -33,6 +33,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/auth"
 	"github.com/sovereign-ai/sovereign/internal/console/session"
 	"github.com/sovereign-ai/sovereign/internal/httpapi"
+	"github.com/sovereign-ai/sovereign/internal/oidc"
 )
 
 //go:embed templates/*.html
@@ -78,6 +79,12 @@ type Config struct {
 	// KeySignIn lets an API key with the console or admin scope sign in:
 	// a break-glass path, off by default, logged at warning level.
 	KeySignIn bool
+	// Passwords lets people sign in with a password (needs Users).
+	Passwords bool
+	// Providers are the single sign-on providers, and GroupRules what
+	// their groups make of people.
+	Providers  []*oidc.Provider
+	GroupRules []auth.GroupRule
 }
 
 // Console serves /console.
@@ -167,6 +174,8 @@ func (c *Console) routes() {
 	})
 	m.HandleFunc("GET "+Prefix+"/signin", c.signinPage)
 	m.HandleFunc("POST "+Prefix+"/signin", c.signin)
+	m.HandleFunc("GET "+ssoPath+"{name}", c.ssoStart)
+	m.HandleFunc("GET "+ssoPath+"{name}/callback", c.ssoCallback)
 	m.Handle("POST "+Prefix+"/signout", c.auth(signout))
 	m.Handle("POST "+Prefix+"/team", c.auth(switchTeam))
 	m.Handle("GET "+Prefix+"/{$}", c.auth(overview))

@@ -24,9 +24,13 @@ func strconvF(f float64, prec int) string { return strconv.FormatFloat(f, 'f', p
 
 type signinData struct {
 	Next string
-	// Passwords and Keys say which forms the page shows.
+	// Passwords and Keys say which forms the page shows, Providers which
+	// single sign-on buttons.
 	Passwords, Keys bool
+	Providers       []providerLink
 }
+
+type providerLink struct{ Name, DisplayName, URL string }
 
 // signinPage shows the sign-in form, with a CSRF token in a short-lived
 // cookie (no session exists yet: double submit).
@@ -43,7 +47,16 @@ func (c *Console) signinForm(w http.ResponseWriter, r *http.Request, status int,
 	}
 	c.setCookie(w, r, preCookie, tok, 600)
 	c.render(w, status, "signin", page{Title: "Sign in", CSRF: tok, Error: msg, Notice: r.URL.Query().Get("notice"),
-		Data: signinData{Next: safeNext(r.FormValue("next")), Passwords: c.cfg.Users != nil, Keys: c.cfg.KeySignIn}})
+		Data: c.signinData(r)})
+}
+
+func (c *Console) signinData(r *http.Request) signinData {
+	d := signinData{Next: safeNext(r.FormValue("next")), Passwords: c.cfg.Users != nil && c.cfg.Passwords, Keys: c.cfg.KeySignIn}
+	for _, p := range c.cfg.Providers {
+		d.Providers = append(d.Providers, providerLink{Name: p.Config.Name, DisplayName: p.Config.DisplayName,
+			URL: ssoPath + p.Config.Name + "?next=" + url.QueryEscape(d.Next)})
+	}
+	return d
 }
 
 // safeNext keeps a post-sign-in target inside the console.
@@ -77,6 +90,10 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.PostFormValue("email") != "" && c.cfg.Users != nil {
+		if !c.cfg.Passwords {
+			c.signinForm(w, r, http.StatusForbidden, "Signing in with a password is turned off here; use single sign-on.")
+			return
+		}
 		c.passwordSignin(w, r)
 		return
 	}
@@ -144,6 +161,12 @@ func signout(c *Console, q *req) error {
 		}
 	}
 	c.clearCookie(q.w, q.r, CookieName)
+	if to := c.ssoLogout(q.r, q.sess); to != "" {
+		// Signed out at the provider too (RP-initiated logout), which
+		// comes back to the sign-in page.
+		http.Redirect(q.w, q.r, to, http.StatusSeeOther)
+		return nil
+	}
 	http.Redirect(q.w, q.r, Prefix+"/signin?notice="+url.QueryEscape("Signed out."), http.StatusSeeOther)
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/auth"
+	"github.com/sovereign-ai/sovereign/internal/console/session"
 )
 
 // Users signs people in and reads who they are (*auth.Service).
@@ -19,6 +20,7 @@ type Users interface {
 	Memberships(ctx context.Context, userID string) ([]auth.Membership, error)
 	ListTeams(ctx context.Context) ([]auth.Team, error)
 	Revoke(ctx context.Context, id string) (auth.Key, error)
+	SignInExternal(ctx context.Context, id auth.ExternalIdentity, rules []auth.GroupRule) (auth.User, error)
 }
 
 // person is who a signed-in page shows in its header.
@@ -86,7 +88,7 @@ func (c *Console) teamsOf(ctx context.Context, u auth.User) ([]teamChoice, error
 
 // startSession signs user u in to team teamID ("" : their first team):
 // a session key for the team, a session acting as it, the cookie.
-func (c *Console) startSession(w http.ResponseWriter, r *http.Request, u auth.User, teamID string) error {
+func (c *Console) startSession(w http.ResponseWriter, r *http.Request, u auth.User, teamID string, o session.Options) error {
 	teams, err := c.teamsOf(r.Context(), u)
 	if err != nil {
 		return err
@@ -100,11 +102,15 @@ func (c *Console) startSession(w http.ResponseWriter, r *http.Request, u auth.Us
 			team = t.ID
 		}
 	}
-	k, err := c.cfg.Users.SessionKey(r.Context(), u.ID, team, time.Now().Add(c.cfg.Sessions.MaxAgeOrDefault()))
+	life := c.cfg.Sessions.MaxAgeOrDefault()
+	if o.Within > 0 && o.Within < life {
+		life = o.Within
+	}
+	k, err := c.cfg.Users.SessionKey(r.Context(), u.ID, team, time.Now().Add(life))
 	if err != nil {
 		return err
 	}
-	id, _, err := c.cfg.Sessions.Create(r.Context(), k.ID)
+	id, _, err := c.cfg.Sessions.CreateWith(r.Context(), k.ID, o)
 	if err != nil {
 		return err
 	}
@@ -131,7 +137,7 @@ func (c *Console) passwordSignin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err == nil {
-		err = c.startSession(w, r, u, "")
+		err = c.startSession(w, r, u, "", session.Options{})
 	}
 	if errors.Is(err, errNoTeam) {
 		c.signinForm(w, r, http.StatusForbidden, "Your account is not a member of any team yet; ask an administrator to add you to one.")
@@ -160,7 +166,12 @@ func switchTeam(c *Console, q *req) error {
 	if err != nil {
 		return err
 	}
-	if err := c.startSession(q.w, q.r, u, q.r.PostFormValue("team_id")); err != nil {
+	// The new team's session keeps the old one's provider and end.
+	o := session.Options{SSO: q.sess.SSO, IDToken: q.sess.IDToken}
+	if !q.sess.EndsAt.IsZero() {
+		o.Within = time.Until(q.sess.EndsAt)
+	}
+	if err := c.startSession(q.w, q.r, u, q.r.PostFormValue("team_id"), o); err != nil {
 		return err
 	}
 	c.endSession(q)

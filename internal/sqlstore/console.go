@@ -18,8 +18,13 @@ var _ session.Store = (*Store)(nil)
 // CreateConsoleSession stores a new console session. Errors:
 // auth.ErrConflict when its id hash exists.
 func (s *Store) CreateConsoleSession(ctx context.Context, cs session.Session) error {
-	_, err := s.db.ExecContext(ctx, s.rebind(`INSERT INTO console_sessions (id_hash, key_id, csrf, created_us, last_seen_us, expires_us)
-		VALUES (?, ?, ?, ?, ?, ?)`), cs.IDHash, cs.KeyID, cs.CSRF, cs.CreatedAt.UnixMicro(), cs.LastSeenAt.UnixMicro(), cs.ExpiresAt.UnixMicro())
+	var ends int64
+	if !cs.EndsAt.IsZero() {
+		ends = cs.EndsAt.UnixMicro()
+	}
+	_, err := s.db.ExecContext(ctx, s.rebind(`INSERT INTO console_sessions (id_hash, key_id, csrf, created_us, last_seen_us, expires_us, sso, id_token, ends_us)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`), cs.IDHash, cs.KeyID, cs.CSRF, cs.CreatedAt.UnixMicro(), cs.LastSeenAt.UnixMicro(), cs.ExpiresAt.UnixMicro(),
+		cs.SSO, cs.IDToken, ends)
 	if err != nil {
 		if s.d.IsUniqueViolation != nil && s.d.IsUniqueViolation(err) {
 			return s.errorf("create console session: %w", auth.ErrConflict)
@@ -33,9 +38,9 @@ func (s *Store) CreateConsoleSession(ctx context.Context, cs session.Session) er
 // Errors: auth.ErrNotFound.
 func (s *Store) GetConsoleSession(ctx context.Context, idHash []byte) (session.Session, error) {
 	cs := session.Session{IDHash: idHash}
-	var created, seen, expires int64
-	err := s.db.QueryRowContext(ctx, s.rebind(`SELECT key_id, csrf, created_us, last_seen_us, expires_us FROM console_sessions WHERE id_hash = ?`), idHash).
-		Scan(&cs.KeyID, &cs.CSRF, &created, &seen, &expires)
+	var created, seen, expires, ends int64
+	err := s.db.QueryRowContext(ctx, s.rebind(`SELECT key_id, csrf, created_us, last_seen_us, expires_us, sso, id_token, ends_us FROM console_sessions WHERE id_hash = ?`), idHash).
+		Scan(&cs.KeyID, &cs.CSRF, &created, &seen, &expires, &cs.SSO, &cs.IDToken, &ends)
 	if errors.Is(err, sql.ErrNoRows) {
 		return cs, s.errorf("console session: %w", auth.ErrNotFound)
 	}
@@ -43,6 +48,9 @@ func (s *Store) GetConsoleSession(ctx context.Context, idHash []byte) (session.S
 		return cs, s.errorf("get console session: %w", err)
 	}
 	cs.CreatedAt, cs.LastSeenAt, cs.ExpiresAt = time.UnixMicro(created).UTC(), time.UnixMicro(seen).UTC(), time.UnixMicro(expires).UTC()
+	if ends != 0 {
+		cs.EndsAt = time.UnixMicro(ends).UTC()
+	}
 	return cs, nil
 }
 

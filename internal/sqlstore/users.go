@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/sovereign-ai/sovereign/internal/auth"
 )
@@ -248,4 +249,32 @@ func (s *Store) scanUser(r scanner) (auth.User, error) {
 		return auth.User{}, err
 	}
 	return u, nil
+}
+
+// GetUserByIdentity returns the user linked to a provider's subject.
+// Errors: auth.ErrNotFound.
+func (s *Store) GetUserByIdentity(ctx context.Context, provider, subject string) (auth.User, error) {
+	u, err := s.scanUser(s.db.QueryRowContext(ctx, s.rebind(`SELECT `+prefixed("u.", userColumns)+` FROM users u
+		JOIN user_identities i ON i.user_id = u.id WHERE i.provider = ? AND i.subject = ?`), provider, subject))
+	if errors.Is(err, sql.ErrNoRows) {
+		return auth.User{}, s.errorf("identity %s/%s: %w", provider, subject, auth.ErrNotFound)
+	}
+	if err != nil {
+		return auth.User{}, s.errorf("get user by identity: %w", err)
+	}
+	return u, nil
+}
+
+// LinkIdentity links a provider's subject to user userID. Errors:
+// auth.ErrConflict (linked already), auth.ErrNotFound (no such user).
+func (s *Store) LinkIdentity(ctx context.Context, provider, subject, userID string, at time.Time) error {
+	_, err := s.db.ExecContext(ctx, s.rebind(`INSERT INTO user_identities (provider, subject, user_id, created_at) VALUES (?, ?, ?, ?)`),
+		provider, subject, userID, s.timeValue(at))
+	if s.isForeignKey(err) {
+		return s.errorf("link identity: user %q: %w", userID, auth.ErrNotFound)
+	}
+	if err != nil {
+		return s.errorf("link identity: %w", s.classify(err))
+	}
+	return nil
 }

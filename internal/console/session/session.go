@@ -31,6 +31,19 @@ type Session struct {
 	// last used; ExpiresAt when it ends unless used again before (idle
 	// expiry, never past CreatedAt + the manager's MaxAge).
 	CreatedAt, LastSeenAt, ExpiresAt time.Time
+	// SSO names the single sign-on provider a session signed in through
+	// ("" for a password or key), IDToken the provider's ID token (for
+	// its logout), and EndsAt the end the provider's refresh window puts
+	// on it (zero: the manager's MaxAge alone).
+	SSO, IDToken string
+	EndsAt       time.Time
+}
+
+// Options are a new session's SSO fields.
+type Options struct {
+	SSO, IDToken string
+	// Within bounds the session's whole life (0: MaxAge).
+	Within time.Duration
 }
 
 // Store keeps sessions. Implementations: internal/sqlstore (SQLite and
@@ -121,6 +134,11 @@ func random() (string, error) {
 // Create starts a session for keyID and returns the id to put in the
 // cookie with the stored session. Errors: the store's.
 func (m *Manager) Create(ctx context.Context, keyID string) (string, Session, error) {
+	return m.CreateWith(ctx, keyID, Options{})
+}
+
+// CreateWith is Create for a session signed in through single sign-on.
+func (m *Manager) CreateWith(ctx context.Context, keyID string, o Options) (string, Session, error) {
 	id, err := random()
 	if err != nil {
 		return "", Session{}, err
@@ -130,16 +148,24 @@ func (m *Manager) Create(ctx context.Context, keyID string) (string, Session, er
 		return "", Session{}, err
 	}
 	now := m.now()
-	s := Session{IDHash: Hash(id), KeyID: keyID, CSRF: csrf, CreatedAt: now, LastSeenAt: now, ExpiresAt: m.expiry(now, now)}
+	s := Session{IDHash: Hash(id), KeyID: keyID, CSRF: csrf, CreatedAt: now, LastSeenAt: now, SSO: o.SSO, IDToken: o.IDToken}
+	if o.Within > 0 && o.Within < m.maxAge() {
+		s.EndsAt = now.Add(o.Within)
+	}
+	s.ExpiresAt = m.expiry(s, now)
 	if err := m.Store.CreateConsoleSession(ctx, s); err != nil {
 		return "", Session{}, fmt.Errorf("session: create: %w", err)
 	}
 	return id, s, nil
 }
 
-func (m *Manager) expiry(created, seen time.Time) time.Time {
+func (m *Manager) expiry(s Session, seen time.Time) time.Time {
 	e := seen.Add(m.idle())
-	if limit := created.Add(m.maxAge()); e.After(limit) {
+	limit := s.CreatedAt.Add(m.maxAge())
+	if !s.EndsAt.IsZero() && s.EndsAt.Before(limit) {
+		limit = s.EndsAt
+	}
+	if e.After(limit) {
 		e = limit
 	}
 	return e
@@ -166,7 +192,7 @@ func (m *Manager) Check(ctx context.Context, id string) (Session, error) {
 		return Session{}, ErrNoSession
 	}
 	if now.Sub(s.LastSeenAt) >= touchEvery {
-		s.LastSeenAt, s.ExpiresAt = now, m.expiry(s.CreatedAt, now)
+		s.LastSeenAt, s.ExpiresAt = now, m.expiry(s, now)
 		if err := m.Store.TouchConsoleSession(ctx, h, s.LastSeenAt, s.ExpiresAt); err != nil && !isNotFound(err) {
 			return Session{}, fmt.Errorf("session: renew: %w", err)
 		}

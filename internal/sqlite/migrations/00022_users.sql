@@ -30,6 +30,26 @@ CREATE TABLE memberships (
 );
 CREATE INDEX memberships_team ON memberships (team_id, created_at);
 
+-- Who a user is at a single sign-on provider: the provider's name and its
+-- stable subject (the ID token's sub), so a changed e-mail address at the
+-- provider still finds the same user.
+CREATE TABLE user_identities (
+    provider   TEXT NOT NULL,
+    subject    TEXT NOT NULL,
+    user_id    TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (provider, subject)
+);
+CREATE INDEX user_identities_user ON user_identities (user_id);
+
+-- A console session signed in through single sign-on: the provider, the
+-- ID token to name at its logout (RP-initiated logout), and when it ends
+-- whatever its use, so that the provider's groups are read again (0: the
+-- console's own limit).
+ALTER TABLE console_sessions ADD COLUMN sso TEXT NOT NULL DEFAULT '';
+ALTER TABLE console_sessions ADD COLUMN id_token TEXT NOT NULL DEFAULT '';
+ALTER TABLE console_sessions ADD COLUMN ends_us INTEGER NOT NULL DEFAULT 0;
+
 ALTER TABLE api_keys ADD COLUMN kind TEXT NOT NULL DEFAULT 'service';
 ALTER TABLE api_keys ADD COLUMN owner_user_id TEXT NOT NULL DEFAULT '';
 CREATE INDEX api_keys_owner ON api_keys (owner_user_id) WHERE owner_user_id <> '';
@@ -39,6 +59,10 @@ CREATE INDEX api_keys_owner ON api_keys (owner_user_id) WHERE owner_user_id <> '
 ALTER TABLE request_logs ADD COLUMN user_id TEXT NOT NULL DEFAULT '';
 
 -- +goose Down
+ALTER TABLE console_sessions DROP COLUMN ends_us;
+ALTER TABLE console_sessions DROP COLUMN id_token;
+ALTER TABLE console_sessions DROP COLUMN sso;
+DROP TABLE user_identities;
 ALTER TABLE request_logs DROP COLUMN user_id;
 DROP INDEX api_keys_owner;
 ALTER TABLE api_keys DROP COLUMN owner_user_id;
