@@ -94,6 +94,8 @@ type Console struct {
 	mux   *http.ServeMux
 	// attempts bounds password sign-ins per client address.
 	attempts attempts
+	// csp is the Content-Security-Policy of every answer.
+	csp string
 }
 
 // New builds the console. Errors: a template that does not parse (a bug).
@@ -102,6 +104,16 @@ func New(cfg Config) (*Console, error) {
 		cfg.Log = slog.Default()
 	}
 	c := &Console{cfg: cfg, pages: map[string]*template.Template{}}
+	// form-action also governs where a form's answer redirects: sign-out
+	// goes on to a single sign-on provider's logout (RP-initiated logout),
+	// so the providers' origins are allowed too.
+	formAction := "'self'"
+	for _, p := range cfg.Providers {
+		if u, err := url.Parse(p.Config.Issuer); err == nil && u.Host != "" {
+			formAction += " " + u.Scheme + "://" + u.Host
+		}
+	}
+	c.csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; form-action " + formAction + "; base-uri 'none'"
 	names, err := fs.Glob(templateFS, "templates/*.html")
 	if err != nil {
 		return nil, err
@@ -130,7 +142,7 @@ func New(cfg Config) (*Console, error) {
 // ServeHTTP serves the console's pages and assets.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
+	h.Set("Content-Security-Policy", c.csp)
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")

@@ -14,6 +14,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/config"
 	"github.com/sovereign-ai/sovereign/internal/oidc"
 	"github.com/sovereign-ai/sovereign/internal/testutil"
+	"github.com/sovereign-ai/sovereign/internal/testutil/oidcop"
 )
 
 // ssoBrowser is a browser that follows redirects, as one does through a
@@ -84,13 +85,15 @@ func TestSingleSignOn(t *testing.T) {
 	op := testutil.Hydra(t)
 	const clientID = "sovereign-console"
 	e := newEnvConfig(t, false, config.Config{
-		OIDC: []oidc.ProviderConfig{{Name: "test", DisplayName: "Test IdP", Issuer: op.Issuer, ClientID: clientID, ClientSecret: testutil.ClientSecret,
+		OIDC: []oidc.ProviderConfig{{Name: "test", DisplayName: "Test IdP", Issuer: op.Issuer, ClientID: clientID, ClientSecret: oidcop.ClientSecret,
 			Scopes: []string{"openid", "email", "profile"}, SessionRefresh: 3 * time.Second}},
 		GroupRules: []auth.GroupRule{{Group: "ml-research", Team: "research", Role: auth.RoleDeveloper},
 			{Group: "ml-leads", Team: "research", Role: auth.RoleOwner}, {Group: "platform", InstanceAdmin: true}},
 	})
-	op.Client(t, clientID, []string{e.url + "/console/sso/test/callback"}, []string{e.url + "/console/signin?notice=Signed+out."})
-	op.SetPerson("grace", testutil.Person{Password: "grace-at-the-idp", Email: "Grace@Example.com", Name: "Grace Hopper", Groups: []string{"ml-research", "unrelated"}})
+	if err := op.Client(clientID, []string{e.url + "/console/sso/test/callback"}, []string{e.url + "/console/signin?notice=Signed+out."}); err != nil {
+		t.Fatal(err)
+	}
+	op.SetPerson("grace", oidcop.Person{Password: "grace-at-the-idp", Email: "Grace@Example.com", Name: "Grace Hopper", Groups: []string{"ml-research", "unrelated"}})
 
 	// The sign-in page offers the provider and, with SSO configured, no
 	// password form (console_password_signin: auto).
@@ -127,7 +130,7 @@ func TestSingleSignOn(t *testing.T) {
 	if res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(res.Header.Get("Location"), "/console/signin") {
 		t.Fatalf("after the refresh window: %d %s, want the sign-in page", res.StatusCode, res.Header.Get("Location"))
 	}
-	op.SetPerson("grace", testutil.Person{Password: "grace-at-the-idp", Email: "grace@example.com", Name: "Grace Hopper", Groups: []string{"unrelated"}})
+	op.SetPerson("grace", oidcop.Person{Password: "grace-at-the-idp", Email: "grace@example.com", Name: "Grace Hopper", Groups: []string{"unrelated"}})
 	st, body, _ = b.signInWith(e.url, "grace", "grace-at-the-idp")
 	if st != http.StatusForbidden || !strings.Contains(body, "none of your groups gives you a team") {
 		t.Fatalf("signing in without the group: %d\n%s", st, body)
@@ -138,7 +141,7 @@ func TestSingleSignOn(t *testing.T) {
 	}
 
 	// A lead: owner of research; in platform: an instance administrator.
-	op.SetPerson("grace", testutil.Person{Password: "grace-at-the-idp", Email: "grace@example.com", Name: "Grace Hopper", Groups: []string{"ml-research", "ml-leads", "platform"}})
+	op.SetPerson("grace", oidcop.Person{Password: "grace-at-the-idp", Email: "grace@example.com", Name: "Grace Hopper", Groups: []string{"ml-research", "ml-leads", "platform"}})
 	st, body, _ = b.signInWith(e.url, "grace", "grace-at-the-idp")
 	if st != 200 || !strings.Contains(body, "research (owner)") {
 		t.Fatalf("as a lead: %d\n%s", st, body)
@@ -168,7 +171,7 @@ func TestSingleSignOn(t *testing.T) {
 		t.Fatalf("create ada: %d %v", st, body)
 	}
 	no := false
-	op.SetPerson("mallory", testutil.Person{Password: "mallory-pw", Email: "ada@example.com", Groups: []string{"ml-research"}, EmailVerified: &no})
+	op.SetPerson("mallory", oidcop.Person{Password: "mallory-pw", Email: "ada@example.com", Groups: []string{"ml-research"}, EmailVerified: &no})
 	b2 := newSSOBrowser(t)
 	if st, body, _ := b2.signInWith(e.url, "mallory", "mallory-pw"); st != http.StatusForbidden {
 		t.Fatalf("an unverified address claimed an account: %d\n%s", st, body)

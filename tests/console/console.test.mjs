@@ -49,12 +49,13 @@ after(async () => {
   await browser?.close();
 });
 
-// check screenshots the page and runs axe-core on it.
-async function check(name) {
-  await page.screenshot({ path: path.join(OUT, `${name}.png`), fullPage: true });
+// check screenshots the page (p: another than the suite's) and runs
+// axe-core on it.
+async function check(name, p = page) {
+  await p.screenshot({ path: path.join(OUT, `${name}.png`), fullPage: true });
   shots.push(name);
-  await page.evaluate(AXE);
-  const res = await page.evaluate(() => window.axe.run(document, { resultTypes: ["violations"] }));
+  await p.evaluate(AXE);
+  const res = await p.evaluate(() => window.axe.run(document, { resultTypes: ["violations"] }));
   const bad = res.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
   assert.deepEqual(
     bad.map((v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join("; ")}`),
@@ -94,6 +95,54 @@ test("people sign in with a password; the API-key form is off by default", async
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.getByText("Incorrect e-mail address or password").waitFor();
   await check("signin-refused");
+});
+
+test("single sign-on through the identity provider's login page; groups make the team and role, and removing the group removes the access", async () => {
+  const ctl = process.env.IDP_CONTROL;
+  assert.ok(ctl, "IDP_CONTROL must be set (run test.sh)");
+  const control = async (what, body) => {
+    const res = await fetch(`${ctl}/_ctl/${what}`, { method: "POST", body: JSON.stringify(body) });
+    assert.equal(res.status, 204, `${what}: ${await res.text()}`);
+  };
+  await control("client", { id: "sovereign-console", redirect_uris: [`${BASE}/console/sso/testidp/callback`], post_logout_redirect_uris: [`${BASE}/console/signin?notice=Signed+out.`] });
+  await control("person", { login: "lin", Password: "lin-at-the-idp", Email: "lin@example.com", Name: "Lin Sso", Groups: ["console-testers"] });
+  const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, baseURL: BASE });
+  const sso = await ctx.newPage();
+  sso.setDefaultTimeout(30_000);
+  sso.on("pageerror", (e) => pageErrors.push(`${sso.url()}: ${e.message}`));
+  try {
+    await sso.goto("/console/signin");
+    await check("signin-sso", sso);
+    await sso.getByRole("link", { name: "Sign in with Test IdP" }).click();
+    await sso.getByRole("heading", { name: "Test identity provider" }).waitFor();
+    await sso.getByLabel("Login").fill("lin");
+    await sso.getByLabel("Password").fill("lin-at-the-idp");
+    await sso.getByRole("button", { name: "Sign in at the provider" }).click();
+    await sso.waitForURL(/\/console\/$/);
+    await sso.getByText("Lin Sso").waitFor();
+    await sso.getByText("sso testers (developer)").waitFor();
+    await check("sso-signed-in", sso);
+    // Out of the group at the provider; signed out (at the provider too);
+    // signing in again finds no team.
+    await control("person", { login: "lin", Password: "lin-at-the-idp", Email: "lin@example.com", Name: "Lin Sso", Groups: [] });
+    await sso.getByRole("button", { name: "Sign out" }).click();
+    await sso.waitForURL(/\/console\/signin/).catch(async (e) => {
+      throw new Error(`sign-out ended at ${sso.url()}: ${(await sso.content()).slice(0, 1500)}`, { cause: e });
+    });
+    await sso.getByText("Signed out.").waitFor();
+    await sso.getByRole("link", { name: "Sign in with Test IdP" }).click();
+    await sso.getByLabel("Login").fill("lin");
+    await sso.getByLabel("Password").fill("lin-at-the-idp");
+    await sso.getByRole("button", { name: "Sign in at the provider" }).click();
+    await sso.getByText("none of your groups gives you a team").waitFor();
+    await check("sso-no-team", sso);
+  } finally {
+    await ctx.close();
+  }
+  const users = await api(ADMIN, "GET", "/v1/users");
+  const lin = users.body.data.find((u) => u.email === "lin@example.com");
+  assert.ok(lin, "the user made at first sign-in");
+  assert.deepEqual(lin.memberships, [], "the membership left with the group");
 });
 
 test("sign in as a person; the session cookie's flags", async () => {

@@ -75,16 +75,45 @@ else
 fi
 log "node $(node --version), playwright-core $(node -p "require('$DIR/node_modules/playwright-core/package.json').version"), axe-core $(node -p "require('$DIR/node_modules/axe-core/package.json').version")"
 
+# ---------------------------------------------------------------- identity provider
+# A real OpenID Provider (Ory Hydra, scripts/hydra.sh) and its login app
+# (internal/testutil/testidp), for the single sign-on test: started before
+# the server, whose configuration names it.
+HYDRA="$(bash "$REPO/scripts/hydra.sh")"
+IDP_DIR="$(mktemp -d "${TMPDIR:-/tmp}/sovereign-testidp.XXXXXX")"
+(cd "$REPO" && eval "$(make -s cgo-env)" && GOFLAGS= go build -o "$IDP_DIR/testidp" ./internal/testutil/testidp)
+"$IDP_DIR/testidp" -hydra "$HYDRA" >"$IDP_DIR/out" 2>"$IDP_DIR/log" &
+IDP_PID=$!
+for _ in $(seq 1 300); do grep -q '^CONTROL=' "$IDP_DIR/out" 2>/dev/null && break; kill -0 "$IDP_PID" 2>/dev/null || break; sleep 0.1; done
+grep -q '^CONTROL=' "$IDP_DIR/out" || { tail -n 40 "$IDP_DIR/log" >&2; die "the test identity provider did not start"; }
+ISSUER="$(sed -n 's/^ISSUER=//p' "$IDP_DIR/out")" IDP_CONTROL="$(sed -n 's/^CONTROL=//p' "$IDP_DIR/out")"
+log "identity provider: Ory Hydra at $ISSUER (login app $IDP_CONTROL)"
+cat >"$IDP_DIR/sovereign.yaml" <<EOF2
+oidc:
+  - name: testidp
+    display_name: Test IdP
+    issuer: $ISSUER
+    client_id: sovereign-console
+    client_secret: a-client-secret-for-tests-0123456789
+group_rules:
+  - group: console-testers
+    team: sso testers
+    role: developer
+EOF2
+
 # ---------------------------------------------------------------- server
 . "$REPO/scripts/test-server.sh"
-start_server console-test
+# Password sign-in stays on beside single sign-on (the suite's operator
+# account signs in with one).
+start_server console-test SOVEREIGN_CONFIG="$IDP_DIR/sovereign.yaml" SOVEREIGN_CONSOLE_PASSWORD_SIGNIN=true
+trap 'ts_cleanup; kill "$IDP_PID" 2>/dev/null; wait "$IDP_PID" 2>/dev/null; rm -rf "$IDP_DIR"' EXIT
 PORT=$TS_PORT API_KEY=$TS_KEY
 
 # ---------------------------------------------------------------- suite
 rm -rf "$OUT"
 mkdir -p "$OUT"
 rc=0
-(cd "$DIR" && CONSOLE_URL="http://127.0.0.1:$PORT" CONSOLE_ADMIN_KEY="$API_KEY" CHROMIUM="$CHROME" CONSOLE_OUT="$OUT" \
+(cd "$DIR" && CONSOLE_URL="http://127.0.0.1:$PORT" CONSOLE_ADMIN_KEY="$API_KEY" CHROMIUM="$CHROME" CONSOLE_OUT="$OUT" IDP_CONTROL="$IDP_CONTROL" \
   timeout "$SUITE_TIMEOUT" node --test --test-concurrency=1 --test-reporter=spec console.test.mjs) 2>&1 | tee "$OUT/node-test.out" || rc=$?
 if [ "$rc" -ne 0 ]; then
   log "FAILED (node --test exit $rc); screenshots in $OUT; last lines of the server log:"
