@@ -32,7 +32,12 @@ func TestAnotherTeamsIDsAre404(t *testing.T) {
 	e := newEnv(t, defaultStore(t), engine.Config{CtxPerSlot: 512})
 	allScopes := []string{"inference", "models:read", "models:write", "keys:read", "records:read", "workflows", "approvals", "webhooks", "console"}
 	teamA, keyA := teamWithKey(t, e, "owners", allScopes...)
-	_, keyB := teamWithKey(t, e, "strangers", allScopes...)
+	teamB, keyB := teamWithKey(t, e, "strangers", allScopes...)
+	// And a person of team B: a developer's own key.
+	devB := e.json("POST", "/v1/users", map[string]any{"email": "stranger@example.com",
+		"memberships": []map[string]any{{"team_id": teamB, "role": "developer"}}}, 201)["id"].(string)
+	personKeyB := e.json("POST", "/v1/keys", map[string]any{"name": "stranger's", "team_id": teamB, "owner_user_id": devB,
+		"scopes": []string{"inference", "models:read", "keys:read", "records:read", "workflows", "approvals", "webhooks", "console"}}, 201)["key"].(string)
 
 	// Team A's objects, one of each kind.
 	ids := map[string]string{}
@@ -150,37 +155,39 @@ func TestAnotherTeamsIDsAre404(t *testing.T) {
 	sort.SliceStable(routes, func(i, j int) bool {
 		return strings.HasPrefix(routes[i], "GET ") && !strings.HasPrefix(routes[j], "GET ")
 	})
-	for _, route := range routes {
-		method, path, _ := strings.Cut(route, " ")
-		url := path
-		for _, seg := range strings.Split(path, "/") {
-			if !strings.HasPrefix(seg, "{") {
-				continue
+	for _, stranger := range []struct{ who, key string }{{"another team's key", keyB}, {"a developer of another team", personKeyB}} {
+		for _, route := range routes {
+			method, path, _ := strings.Cut(route, " ")
+			url := path
+			for _, seg := range strings.Split(path, "/") {
+				if !strings.HasPrefix(seg, "{") {
+					continue
+				}
+				param := strings.Trim(seg, "{}")
+				obj := objectOf(path, param)
+				id := ids[obj]
+				if id == "" {
+					t.Fatalf("%s: no object of team A for {%s} (%q): add one to this test", route, param, obj)
+				}
+				url = strings.Replace(url, seg, id, 1)
 			}
-			param := strings.Trim(seg, "{}")
-			obj := objectOf(path, param)
-			id := ids[obj]
-			if id == "" {
-				t.Fatalf("%s: no object of team A for {%s} (%q): add one to this test", route, param, obj)
+			resp := e.request(stranger.key, method, url, bodies[route])
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var env struct {
+				Error struct {
+					Code string `json:"code"`
+				} `json:"error"`
 			}
-			url = strings.Replace(url, seg, id, 1)
-		}
-		resp := e.request(keyB, method, url, bodies[route])
-		raw, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		var env struct {
-			Error struct {
-				Code string `json:"code"`
-			} `json:"error"`
-		}
-		json.Unmarshal(raw, &env)
-		t.Logf("%s as another team: %d", route, resp.StatusCode)
-		switch {
-		case resp.StatusCode == 404:
-		case resp.StatusCode == 403 && env.Error.Code == "permission_denied" && strings.Contains(string(raw), "'admin' scope"):
-			// The route is admin's alone: the key never reaches the object.
-		default:
-			t.Errorf("%s as another team: %d %s", route, resp.StatusCode, raw)
+			json.Unmarshal(raw, &env)
+			t.Logf("%s as %s: %d", route, stranger.who, resp.StatusCode)
+			switch {
+			case resp.StatusCode == 404:
+			case resp.StatusCode == 403 && env.Error.Code == "permission_denied" && strings.Contains(string(raw), "'admin' scope"):
+				// The route is admin's alone: the key never reaches the object.
+			default:
+				t.Errorf("%s as %s: %d %s", route, stranger.who, resp.StatusCode, raw)
+			}
 		}
 	}
 
