@@ -429,7 +429,7 @@ func (a *App) newConsole(ctx context.Context, cfg config.Config, log *slog.Logge
 		providers = append(providers, oidc.New(pc, &http.Client{Timeout: 15 * time.Second}))
 	}
 	c, err := console.New(console.Config{API: a.API, Keys: a.Keys, Sessions: m, Log: log, Users: a.Keys, KeySignIn: keySignIn,
-		Passwords: cfg.PasswordSignIn(), Providers: providers, GroupRules: cfg.GroupRules})
+		Passwords: cfg.PasswordSignIn(), Providers: providers, GroupRules: cfg.GroupRules, Invites: a.Keys})
 	if err != nil {
 		return fmt.Errorf("console: %w", err)
 	}

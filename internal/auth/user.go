@@ -264,6 +264,16 @@ func (s *Service) GetUser(ctx context.Context, id string) (User, error) {
 	return u, worded(err, ErrNotFound, "no user %q", id)
 }
 
+// UserByEmail returns the user with an e-mail address. Errors:
+// ErrNotFound.
+func (s *Service) UserByEmail(ctx context.Context, email string) (User, error) {
+	e, err := NormalizeEmail("email", email)
+	if err != nil {
+		return User{}, ErrNotFound
+	}
+	return s.users().GetUserByEmail(ctx, e)
+}
+
 // ListUsers returns every user, or a team's members.
 func (s *Service) ListUsers(ctx context.Context, teamID string) ([]User, error) {
 	return s.users().ListUsers(ctx, teamID)

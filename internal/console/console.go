@@ -85,6 +85,8 @@ type Config struct {
 	// their groups make of people.
 	Providers  []*oidc.Provider
 	GroupRules []auth.GroupRule
+	// Invites turns invitation links into accounts (nil: none).
+	Invites Invitations
 }
 
 // Console serves /console.
@@ -186,6 +188,8 @@ func (c *Console) routes() {
 	})
 	m.HandleFunc("GET "+Prefix+"/signin", c.signinPage)
 	m.HandleFunc("POST "+Prefix+"/signin", c.signin)
+	m.HandleFunc("GET "+Prefix+"/invite/{token}", c.invitePage)
+	m.HandleFunc("POST "+Prefix+"/invite/{token}", c.acceptInvite)
 	m.HandleFunc("GET "+ssoPath+"{name}", c.ssoStart)
 	m.HandleFunc("GET "+ssoPath+"{name}/callback", c.ssoCallback)
 	m.Handle("POST "+Prefix+"/signout", c.auth(signout))

@@ -200,3 +200,79 @@ func (e *env) apiAsConsole(b *browser, method, path, body string) (int, map[stri
 	}
 	return res.StatusCode, out
 }
+
+// TestInvitation: an invitation link makes an account in the team with the
+// role and signs its person in; a used or revoked link is refused; an
+// existing person joins without a new password.
+func TestInvitation(t *testing.T) {
+	e := newEnvConfig(t, false, config.Config{})
+	research := e.team("research")
+	st, inv := e.api(e.admin, "POST", "/v1/invitations", map[string]any{"email": "Newcomer@Example.com", "team_id": research, "role": "viewer"})
+	if st != 201 || inv["email"] != "newcomer@example.com" || inv["url"] == nil {
+		t.Fatalf("invite: %d %v", st, inv)
+	}
+	link, _ := url.Parse(inv["url"].(string))
+	b := e.browser()
+	page := b.get(link.Path)
+	if page.status != 200 || !strings.Contains(page.body, "research") || !strings.Contains(page.body, "viewer") || page.header.Get("Referrer-Policy") != "no-referrer" {
+		t.Fatalf("invitation page: %d\n%s", page.status, page.body)
+	}
+	csrf := csrfOf(t, page.body)
+	if r := b.post(link.Path, url.Values{"csrf_token": {csrf}, "name": {"Nia"}, "password": {"a long new password"}, "password2": {"another long password"}}); r.status != http.StatusBadRequest {
+		t.Fatalf("passwords that differ: %d", r.status)
+	}
+	page = b.get(link.Path)
+	r := b.post(link.Path, url.Values{"csrf_token": {csrfOf(t, page.body)}, "name": {"Nia"}, "password": {"a long new password"}, "password2": {"a long new password"}})
+	if r.status != http.StatusSeeOther {
+		t.Fatalf("accept: %d %s", r.status, r.body)
+	}
+	home := b.get("/console/")
+	if home.status != 200 || !strings.Contains(home.body, "Nia") || !strings.Contains(home.body, "research (viewer)") {
+		t.Fatalf("after accepting: %d\n%s", home.status, home.body)
+	}
+	if again := e.browser().get(link.Path); again.status != http.StatusNotFound {
+		t.Errorf("a used link: %d", again.status)
+	}
+	if r := e.browser().signInAs("newcomer@example.com", "a long new password"); r.status != http.StatusSeeOther {
+		t.Errorf("signing in with the chosen password: %d", r.status)
+	}
+	_, list := e.api(e.admin, "GET", "/v1/invitations?team_id="+research, nil)
+	if data := list["data"].([]any); len(data) != 1 || data[0].(map[string]any)["accepted_at"] == nil || data[0].(map[string]any)["url"] != nil {
+		t.Errorf("invitations after use: %v", list)
+	}
+
+	// An existing person joins another team by link, keeping their password.
+	ops := e.team("ops")
+	_, inv2 := e.api(e.admin, "POST", "/v1/invitations", map[string]any{"email": "newcomer@example.com", "team_id": ops, "role": "developer"})
+	link2, _ := url.Parse(inv2["url"].(string))
+	b2 := e.browser()
+	page = b2.get(link2.Path)
+	if !strings.Contains(page.body, "You have an account already") {
+		t.Fatalf("invitation for an existing person:\n%s", page.body)
+	}
+	if r := b2.post(link2.Path, url.Values{"csrf_token": {csrfOf(t, page.body)}}); r.status != http.StatusSeeOther || !strings.Contains(r.header.Get("Location"), "/console/signin") {
+		t.Fatalf("joining: %d %s", r.status, r.header.Get("Location"))
+	}
+	if r := b2.signInAs("newcomer@example.com", "a long new password"); r.status != http.StatusSeeOther {
+		t.Fatalf("sign in after joining: %d", r.status)
+	}
+	if home := b2.get("/console/"); !strings.Contains(home.body, "ops (developer)") {
+		t.Errorf("the second team is missing:\n%s", home.body)
+	}
+
+	// A revoked link stops working; a made-up one is the same answer.
+	_, inv3 := e.api(e.admin, "POST", "/v1/invitations", map[string]any{"email": "x@example.com", "team_id": ops, "role": "viewer"})
+	if st, body := e.api(e.admin, "DELETE", "/v1/invitations/"+inv3["id"].(string), nil); st != 200 {
+		t.Fatalf("revoke: %d %v", st, body)
+	}
+	link3, _ := url.Parse(inv3["url"].(string))
+	if r := e.browser().get(link3.Path); r.status != http.StatusNotFound {
+		t.Errorf("a revoked link: %d", r.status)
+	}
+	if r := e.browser().get("/console/invite/inv-madeup0000000000"); r.status != http.StatusNotFound {
+		t.Errorf("a made-up link: %d", r.status)
+	}
+	if st, _ := e.api(e.admin, "POST", "/v1/invitations", map[string]any{"email": "y@example.com", "team_id": ops, "role": "emperor"}); st != 400 {
+		t.Errorf("an unknown role: %d", st)
+	}
+}

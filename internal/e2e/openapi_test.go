@@ -957,12 +957,16 @@ func TestOpenAPIAdminResponsesMatch(t *testing.T) {
 		t.Fatalf("a user's key: %v", uk)
 	}
 	c.call("GET", "/v1/me", nil)
+	inv := c.call("POST", "/v1/invitations", map[string]any{"email": "grace@example.com", "team_id": team["id"], "role": "viewer", "expires_in": 3600}).json(t)
+	c.call("GET", "/v1/invitations", nil)
+	c.call("DELETE", "/v1/invitations/"+inv["id"].(string), nil)
+	c.call("DELETE", "/v1/invitations/inv_doesnotexist", nil) // 404
 	c.call("DELETE", "/v1/teams/"+team["id"].(string)+"/members/"+uid, nil)
 	c.call("DELETE", "/v1/teams/"+team["id"].(string)+"/members/"+uid, nil) // 404
 	c.call("GET", "/readyz", nil)
 	c.call("GET", "/metrics", nil)
 	admin := []string{"createKey", "listKeys", "retrieveKey", "revokeKey", "rotateKey", "createTeam", "listTeams", "updateTeam", "getReadiness", "getMetrics",
-		"createUser", "listUsers", "getUser", "updateUser", "listTeamMembers", "putTeamMember", "deleteTeamMember", "getMe"}
+		"createUser", "listUsers", "getUser", "updateUser", "listTeamMembers", "putTeamMember", "deleteTeamMember", "getMe", "createInvitation", "listInvitations", "deleteInvitation"}
 	if missing := c.uncovered(operationsExcept(c.doc, admin...)...); len(missing) > 0 {
 		t.Errorf("admin operations no check exercised: %v", missing)
 	}

@@ -65,6 +65,7 @@ func TestAnotherTeamsIDsAre404(t *testing.T) {
 	// A member of team A (users are administered by admins alone).
 	ids["user"] = e.json("POST", "/v1/users", map[string]any{"email": "member@example.com",
 		"memberships": []map[string]any{{"team_id": teamA, "role": "viewer"}}}, 201)["id"].(string)
+	ids["invitation"] = e.json("POST", "/v1/invitations", map[string]any{"email": "invitee@example.com", "team_id": teamA, "role": "viewer"}, 201)["id"].(string)
 	ids["collection"] = e.jsonWith(keyA, "POST", "/v1/collections", map[string]any{"name": "c"}, 201)["id"].(string)
 	ids["document"] = e.jsonWith(keyA, "POST", "/v1/collections/"+ids["collection"]+"/documents", map[string]any{"title": "d", "text": "Some text."}, 202)["id"].(string)
 	ids["response"] = e.jsonWith(keyA, "POST", "/v1/responses", map[string]any{"model": "gemma3-270m", "input": "hi", "max_output_tokens": 2}, 200)["id"].(string)
@@ -94,6 +95,8 @@ func TestAnotherTeamsIDsAre404(t *testing.T) {
 			return "document"
 		case param == "user_id" || strings.HasPrefix(path, "/v1/users/"):
 			return "user"
+		case strings.HasPrefix(path, "/v1/invitations/"):
+			return "invitation"
 		case strings.HasPrefix(path, "/v1/workflows/"):
 			return "workflow"
 		case strings.HasPrefix(path, "/v1/workflow_runs/"):

@@ -21,6 +21,9 @@ type UserAdmin interface {
 	TeamMembers(ctx context.Context, teamID string) ([]auth.Membership, error)
 	SetMembership(ctx context.Context, userID, teamID string, role auth.Role, source string) (auth.Membership, error)
 	RemoveMembership(ctx context.Context, userID, teamID string) error
+	Invite(ctx context.Context, by auth.Key, email, teamID string, role auth.Role, life time.Duration) (auth.Invitation, string, error)
+	ListInvitations(ctx context.Context, teamID string) ([]auth.Invitation, error)
+	RevokeInvitation(ctx context.Context, id string) error
 }
 
 // User is the API's user object. The password's hash never leaves the
@@ -227,4 +230,81 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) error {
 		out["user"] = obj
 	}
 	return wire.JSON(w, http.StatusOK, out)
+}
+
+// Invitation is the API's invitation object; URL (the link, with its
+// token) only in the answer that makes it.
+type Invitation struct {
+	ID         string `json:"id"`
+	Object     string `json:"object"`
+	Email      string `json:"email"`
+	TeamID     string `json:"team_id"`
+	Role       string `json:"role"`
+	CreatedAt  int64  `json:"created_at"`
+	ExpiresAt  int64  `json:"expires_at"`
+	AcceptedAt *int64 `json:"accepted_at"`
+	UserID     string `json:"user_id,omitempty"`
+	URL        string `json:"url,omitempty"`
+}
+
+func invitationObject(inv auth.Invitation) Invitation {
+	return Invitation{ID: inv.ID, Object: "invitation", Email: inv.Email, TeamID: inv.TeamID, Role: string(inv.Role),
+		CreatedAt: inv.CreatedAt.Unix(), ExpiresAt: inv.ExpiresAt.Unix(), AcceptedAt: unix(inv.AcceptedAt), UserID: inv.UserID}
+}
+
+// createInvitation is POST /v1/invitations (admin): {email, team_id,
+// role, expires_in}. The answer's url is the link to send (shown once).
+func (s *Server) createInvitation(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Email     string `json:"email"`
+		TeamID    string `json:"team_id"`
+		Role      string `json:"role"`
+		ExpiresIn int64  `json:"expires_in"`
+	}
+	if err := wire.DecodeStrict(r.Body, &req); err != nil {
+		return err
+	}
+	role, err := auth.ParseRole("role", req.Role)
+	if err != nil {
+		return err
+	}
+	if req.ExpiresIn < 0 {
+		return apierr.Invalid("expires_in", "'expires_in' must be a positive number of seconds")
+	}
+	caller, _ := KeyFrom(r.Context())
+	if req.TeamID == "" {
+		req.TeamID = caller.TeamID
+	}
+	inv, token, err := s.Keys.Invite(r.Context(), caller, req.Email, req.TeamID, role, time.Duration(req.ExpiresIn)*time.Second)
+	if err != nil {
+		return err
+	}
+	obj := invitationObject(inv)
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	obj.URL = scheme + "://" + r.Host + "/console/invite/" + token
+	return wire.JSON(w, http.StatusCreated, obj)
+}
+
+// listInvitations is GET /v1/invitations[?team_id=] (admin).
+func (s *Server) listInvitations(w http.ResponseWriter, r *http.Request) error {
+	invs, err := s.Keys.ListInvitations(r.Context(), r.URL.Query().Get("team_id"))
+	if err != nil {
+		return err
+	}
+	data := make([]Invitation, len(invs))
+	for i, inv := range invs {
+		data[i] = invitationObject(inv)
+	}
+	return wire.JSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
+}
+
+// deleteInvitation is DELETE /v1/invitations/{id} (admin).
+func (s *Server) deleteInvitation(w http.ResponseWriter, r *http.Request) error {
+	if err := s.Keys.RevokeInvitation(r.Context(), r.PathValue("id")); err != nil {
+		return err
+	}
+	return wire.JSON(w, http.StatusOK, map[string]any{"object": "invitation.deleted", "id": r.PathValue("id"), "deleted": true})
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/postgres"
 	"github.com/sovereign-ai/sovereign/internal/records"
 	"github.com/sovereign-ai/sovereign/internal/responses"
+	"github.com/sovereign-ai/sovereign/internal/scim"
 	"github.com/sovereign-ai/sovereign/internal/sources"
 	"github.com/sovereign-ai/sovereign/internal/sqlite"
 	"github.com/sovereign-ai/sovereign/internal/webhook"
@@ -33,6 +34,7 @@ import (
 type Store interface {
 	auth.KeyStore
 	auth.UserStore
+	auth.InvitationStore
 	catalog.SpecStore
 	sources.Store
 	responses.Store
@@ -44,6 +46,8 @@ type Store interface {
 	workflow.Store
 	webhook.Store
 	idempotency.Store
+	// scim.Store keeps SCIM's users, groups and members.
+	scim.Store
 	// session.Store keeps the web console's sessions.
 	session.Store
 	io.Closer

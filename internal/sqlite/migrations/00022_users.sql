@@ -42,6 +42,23 @@ CREATE TABLE user_identities (
 );
 CREATE INDEX user_identities_user ON user_identities (user_id);
 
+-- Invitations by link: the link's token is kept as its SHA-256 only; an
+-- invitation is used once, before it expires.
+CREATE TABLE invitations (
+    id          TEXT PRIMARY KEY,
+    token_hash  BLOB NOT NULL,
+    email       TEXT NOT NULL,
+    team_id     TEXT NOT NULL REFERENCES teams (id) ON DELETE CASCADE,
+    role        TEXT NOT NULL,
+    invited_by  TEXT NOT NULL DEFAULT '',
+    created_at  TEXT NOT NULL,
+    expires_at  TEXT NOT NULL,
+    accepted_at TEXT,
+    user_id     TEXT NOT NULL DEFAULT ''
+);
+CREATE UNIQUE INDEX invitations_token ON invitations (token_hash);
+CREATE INDEX invitations_team ON invitations (team_id, created_at);
+
 -- A console session signed in through single sign-on: the provider, the
 -- ID token to name at its logout (RP-initiated logout), and when it ends
 -- whatever its use, so that the provider's groups are read again (0: the
@@ -63,6 +80,7 @@ ALTER TABLE console_sessions DROP COLUMN ends_us;
 ALTER TABLE console_sessions DROP COLUMN id_token;
 ALTER TABLE console_sessions DROP COLUMN sso;
 DROP TABLE user_identities;
+DROP TABLE invitations;
 ALTER TABLE request_logs DROP COLUMN user_id;
 DROP INDEX api_keys_owner;
 ALTER TABLE api_keys DROP COLUMN owner_user_id;

@@ -994,7 +994,7 @@ export interface WebhookDeliveryList {
     last_id: string | null;
 }
 /** See the `bearerAuth` security scheme. */
-export type Scope = 'inference' | 'models:read' | 'models:write' | 'keys:read' | 'records:read' | 'workflows' | 'approvals' | 'webhooks' | 'console' | 'admin';
+export type Scope = 'inference' | 'models:read' | 'models:write' | 'keys:read' | 'records:read' | 'workflows' | 'approvals' | 'webhooks' | 'console' | 'scim' | 'admin';
 export interface CreateKeyRequest {
     /** A label for people. */
     name: string;
@@ -1049,6 +1049,20 @@ export interface Team {
     created_at: UnixTime;
     /** The team's request records keep their prompt and output text (off by default). */
     capture?: boolean;
+}
+export interface Invitation {
+    id: string;
+    object: 'invitation';
+    email: string;
+    team_id: string;
+    role: Role;
+    created_at: UnixTime;
+    expires_at: UnixTime;
+    accepted_at: UnixTime | null;
+    /** Who accepted it. */
+    user_id?: string;
+    /** The link to send; only in the answer that makes the invitation. */
+    url?: string;
 }
 /** A user's role in a team (docs/users.md): viewer (console, models:read, */
 export type Role = 'viewer' | 'developer' | 'admin' | 'owner';
