@@ -60,6 +60,7 @@ func Run(t *testing.T, open func(t *testing.T) auth.KeyStore) {
 		{"Idempotency", testIdempotency},
 		{"ConsoleSessions", testConsoleSessions},
 		{"Users", testUsers},
+		{"Invitations", testInvitations},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -192,3 +192,77 @@ func testUsers(t *testing.T, ks auth.KeyStore) {
 		t.Error("a session in a team the user is not in")
 	}
 }
+
+// testInvitations checks invitations through auth.Service on the store:
+// a link used once, expired, revoked; a single sign-on identity linked
+// once.
+func testInvitations(t *testing.T, ks auth.KeyStore) {
+	ctx := context.Background()
+	now := time.Now().UTC()
+	svc := auth.NewService(ks)
+	svc.Now = func() time.Time { return now }
+	team, err := svc.CreateTeam(ctx, "research")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, token, err := svc.Invite(ctx, auth.Key{ID: "key_admin"}, "New@Example.com", team.ID, auth.RoleViewer, time.Hour)
+	if err != nil || inv.Email != "new@example.com" || token == "" {
+		t.Fatalf("Invite = %+v, %q, %v", inv, token, err)
+	}
+	if _, _, err := svc.Invite(ctx, auth.Key{}, "x@example.com", "team_none", auth.RoleViewer, 0); err == nil {
+		t.Error("an invitation to no team")
+	}
+	got, err := svc.Invitation(ctx, token)
+	if err != nil || got.ID != inv.ID || got.Role != auth.RoleViewer || got.InvitedBy != "key_admin" {
+		t.Fatalf("Invitation = %+v, %v", got, err)
+	}
+	if _, err := svc.Invitation(ctx, token+"x"); !errors.Is(err, auth.ErrInvitation) {
+		t.Errorf("a wrong token: %v", err)
+	}
+	u, err := svc.AcceptInvitation(ctx, token, "New Person", "a long enough password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms, _ := svc.Memberships(ctx, u.ID); len(ms) != 1 || ms[0].Source != "invitation" || ms[0].Role != auth.RoleViewer {
+		t.Errorf("memberships after accepting: %+v", ms)
+	}
+	if _, err := svc.AcceptInvitation(ctx, token, "", "a long enough password"); !errors.Is(err, auth.ErrInvitation) {
+		t.Errorf("a used link: %v", err)
+	}
+	list, err := svc.ListInvitations(ctx, team.ID)
+	if err != nil || len(list) != 1 || list[0].AcceptedAt == nil || list[0].UserID != u.ID {
+		t.Fatalf("ListInvitations = %+v, %v", list, err)
+	}
+	_, late, err := svc.Invite(ctx, auth.Key{}, "late@example.com", team.ID, auth.RoleViewer, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(2 * time.Minute)
+	if _, err := svc.Invitation(ctx, late); !errors.Is(err, auth.ErrInvitation) {
+		t.Errorf("an expired link: %v", err)
+	}
+	if err := svc.RevokeInvitation(ctx, list[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.RevokeInvitation(ctx, list[0].ID); !errors.Is(err, auth.ErrNotFound) {
+		t.Errorf("revoking twice: %v", err)
+	}
+
+	// Single sign-on: made at first sign-in, found again by subject after
+	// the provider changes the address, groups into memberships.
+	rules := []auth.GroupRule{{Group: "g", Team: "made by a rule", Role: auth.RoleDeveloper}}
+	first, err := svc.SignInExternal(ctx, auth.ExternalIdentity{Provider: "idp", Subject: "s-1", Email: "sso@example.com", Name: "S", Groups: []string{"g"}}, rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := svc.SignInExternal(ctx, auth.ExternalIdentity{Provider: "idp", Subject: "s-1", Email: "renamed@example.com", Groups: nil}, rules)
+	if err != nil || again.ID != first.ID || again.Email != "renamed@example.com" {
+		t.Fatalf("second sign-in = %+v, %v", again, err)
+	}
+	if ms, _ := svc.Memberships(ctx, first.ID); len(ms) != 0 {
+		t.Errorf("memberships after the group left: %+v", ms)
+	}
+	if err := ks.(auth.UserStore).LinkIdentity(ctx, "idp", "s-1", u.ID, now); !errors.Is(err, auth.ErrConflict) {
+		t.Errorf("linking a subject twice: %v", err)
+	}
+}
