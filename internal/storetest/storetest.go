@@ -61,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) auth.KeyStore) {
 		{"ConsoleSessions", testConsoleSessions},
 		{"Users", testUsers},
 		{"Invitations", testInvitations},
+		{"SCIM", testSCIM},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
