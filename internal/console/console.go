@@ -492,6 +492,7 @@ var funcs = template.FuncMap{
 	"inc":    func(i int) int { return i + 1 },
 	"cell":   cell,
 	"list":   func(v ...string) []string { return v },
+	"count":  count,
 	"bar":    barWidth,
 	"has1":   func(list []string, v string) bool { return slices.Contains(list, v) },
 	"defform": func(csrf, action string, form workflowForm, refused any, button string) definitionForm {
@@ -528,4 +529,22 @@ func randomToken() (string, error) {
 		return "", err
 	}
 	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// count writes a whole number for people: 1,234 and 12.3 k, 4.5 M.
+func count(n int64) string {
+	switch {
+	case n >= 10_000_000:
+		return strconv.FormatFloat(float64(n)/1e6, 'f', 0, 64) + " M"
+	case n >= 1_000_000:
+		return strconv.FormatFloat(float64(n)/1e6, 'f', 1, 64) + " M"
+	case n >= 100_000:
+		return strconv.FormatFloat(float64(n)/1e3, 'f', 0, 64) + " k"
+	case n >= 10_000:
+		return strconv.FormatFloat(float64(n)/1e3, 'f', 1, 64) + " k"
+	case n >= 1000:
+		s := strconv.FormatInt(n, 10)
+		return s[:len(s)-3] + "," + s[len(s)-3:]
+	}
+	return strconv.FormatInt(n, 10)
 }

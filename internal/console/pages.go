@@ -174,12 +174,50 @@ func signout(c *Console, q *req) error {
 // ---------------------------------------------------------------- overview
 
 func overview(c *Console, q *req) error {
-	var limits map[string]any
-	var limitsErr string
-	if err := c.call(q, "GET", "/v1/limits", nil, &limits); err != nil {
-		limitsErr = apierr.From(err).Message
+	d := overviewData{}
+	if err := c.call(q, "GET", "/v1/limits", nil, &d.Limits); err != nil {
+		d.LimitsError = apierr.From(err).Message
 	}
-	return c.show(q, http.StatusOK, "overview", "Overview", "overview", map[string]any{"Limits": limits, "LimitsError": limitsErr})
+	if q.person == nil {
+		return c.show(q, http.StatusOK, "overview", "Overview", "overview", d)
+	}
+	// A person's own keys in this team, the team's use of the last 7 days
+	// by model, and what waits for their approval: each read through the
+	// API as the session, so a role that may not read one says so.
+	var keys list[httpapi.APIKey]
+	if err := c.call(q, "GET", "/v1/keys?team_id="+url.QueryEscape(q.key.TeamID), nil, &keys); err != nil {
+		d.KeysError = apierr.From(err).Message
+	}
+	for _, k := range keys.Data {
+		if k.OwnerUserID == q.key.OwnerUserID {
+			d.Keys = append(d.Keys, k)
+		}
+	}
+	since := time.Now().Add(-7 * 24 * time.Hour).Unix()
+	var usage struct {
+		Data []records.UsageRow `json:"data"`
+	}
+	if err := c.call(q, "GET", "/v1/usage?group_by=model&since="+strconv.FormatInt(since, 10), nil, &usage); err != nil {
+		d.UsageError = apierr.From(err).Message
+	}
+	d.Usage = usage.Data
+	var approvals list[map[string]any]
+	if err := c.call(q, "GET", "/v1/approvals?status=pending", nil, &approvals); err != nil {
+		d.ApprovalsError = apierr.From(err).Message
+	}
+	d.Approvals = approvals.Data
+	return c.show(q, http.StatusOK, "overview", "Overview", "overview", d)
+}
+
+type overviewData struct {
+	Limits      map[string]any
+	LimitsError string
+	// A person's: their keys in the team, its use, their pending
+	// approvals (each with the API's refusal, if any).
+	Keys                                  []httpapi.APIKey
+	Usage                                 []records.UsageRow
+	Approvals                             []map[string]any
+	KeysError, UsageError, ApprovalsError string
 }
 
 // ---------------------------------------------------------------- keys

@@ -120,6 +120,11 @@ func TestPeopleSignIn(t *testing.T) {
 		t.Errorf("a developer's service key: %d %v", st, body)
 	}
 	mine := k["key"].(string)
+	// The overview shows the person, their teams and their own keys.
+	if home := b.get("/console/"); !strings.Contains(home.body, "Your teams") || !strings.Contains(home.body, "<td>mine</td>") ||
+		!strings.Contains(home.body, "The team's use, last 7 days") || !strings.Contains(home.body, "Waiting for approval") {
+		t.Errorf("overview of a person:\n%s", home.body)
+	}
 	if st, _ := e.api(mine, "GET", "/v1/models", nil); st != 200 {
 		t.Fatalf("own key: %d", st)
 	}

@@ -119,8 +119,8 @@ test("single sign-on through the identity provider's login page; groups make the
     await sso.getByLabel("Password").fill("lin-at-the-idp");
     await sso.getByRole("button", { name: "Sign in at the provider" }).click();
     await sso.waitForURL(/\/console\/$/);
-    await sso.getByText("Lin Sso").waitFor();
-    await sso.getByText("sso testers (developer)").waitFor();
+    await sso.locator("header .person", { hasText: "Lin Sso" }).waitFor();
+    await sso.locator("header .team", { hasText: "sso testers (developer)" }).waitFor();
     await check("sso-signed-in", sso);
     // Out of the group at the provider; signed out (at the provider too);
     // signing in again finds no team.
@@ -158,7 +158,7 @@ test("sign in as a person; the session cookie's flags", async () => {
   assert.equal(cookie.secure, false, "plain HTTP on loopback: not Secure");
   await page.goto("/console/");
   await assert.doesNotReject(page.getByRole("heading", { name: "Overview" }).waitFor());
-  await page.getByText("Olga Operator").waitFor();
+  await page.locator("header .person", { hasText: "Olga Operator" }).waitFor();
   await check("overview");
 });
 
