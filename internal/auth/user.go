@@ -97,6 +97,11 @@ type User struct {
 	LockedUntil  *time.Time
 	CreatedAt    time.Time
 	LastLoginAt  *time.Time
+	// TOTPSecret turns two-step sign-in on (base32; "" off); TOTPPending
+	// is a secret being set up, until a code from it confirms it;
+	// TOTPLastStep is the last code's time step (a code works once).
+	TOTPSecret, TOTPPending string
+	TOTPLastStep            int64
 }
 
 // Membership puts a user in a team with a role.
@@ -133,8 +138,11 @@ type UserUpdate struct {
 	FailedLogins  *int
 	// LockedUntil sets the lock; ClearLock removes it.
 	LockedUntil *time.Time
-	ClearLock   bool
-	LastLoginAt *time.Time
+	ClearLock    bool
+	LastLoginAt  *time.Time
+	TOTPSecret   *string
+	TOTPPending  *string
+	TOTPLastStep *int64
 }
 
 // UserStore is what the user methods of Service need from a database

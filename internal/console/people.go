@@ -21,6 +21,12 @@ type Users interface {
 	ListTeams(ctx context.Context) ([]auth.Team, error)
 	Revoke(ctx context.Context, id string) (auth.Key, error)
 	SignInExternal(ctx context.Context, id auth.ExternalIdentity, rules []auth.GroupRule) (auth.User, error)
+	BeginSecondStep(ctx context.Context, u auth.User) (string, error)
+	FinishSecondStep(ctx context.Context, token, code string) (auth.User, error)
+	StartTOTP(ctx context.Context, id string) (secret, uri string, err error)
+	ConfirmTOTP(ctx context.Context, id, code string) error
+	CheckTOTP(ctx context.Context, u auth.User, code string) error
+	DisableTOTP(ctx context.Context, id string) error
 }
 
 // person is who a signed-in page shows in its header.
@@ -135,6 +141,16 @@ func (c *Console) passwordSignin(w http.ResponseWriter, r *http.Request) {
 		c.cfg.Log.Info("console: password sign-in refused", "client_ip", ip)
 		c.signinForm(w, r, http.StatusUnauthorized, "Incorrect e-mail address or password, or the account is locked or deactivated.")
 		return
+	}
+	if err == nil && u.TOTPSecret != "" {
+		// Two-step sign-in: the code next, on a page of its own.
+		var token string
+		if token, err = c.cfg.Users.BeginSecondStep(r.Context(), u); err == nil {
+			http.SetCookie(w, &http.Cookie{Name: codeCookie, Value: token, Path: Prefix, HttpOnly: true, SameSite: http.SameSiteStrictMode,
+				Secure: r.TLS != nil, MaxAge: int(auth.ChallengeLife.Seconds())})
+			c.codeForm(w, r, http.StatusOK, "", r.PostFormValue("next"))
+			return
+		}
 	}
 	if err == nil {
 		err = c.startSession(w, r, u, "", session.Options{})

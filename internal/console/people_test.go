@@ -1,10 +1,16 @@
 package console_test
 
 import (
+	"crypto/hmac"
+	"crypto/sha1"
+	"encoding/base32"
+	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -279,5 +285,97 @@ func TestInvitation(t *testing.T) {
 	}
 	if st, _ := e.api(e.admin, "POST", "/v1/invitations", map[string]any{"email": "y@example.com", "team_id": ops, "role": "emperor"}); st != 400 {
 		t.Errorf("an unknown role: %d", st)
+	}
+}
+
+// totp is an independent RFC 6238 code generator (SHA-1, 30 s, 6 digits)
+// to check the server's against.
+func totp(t *testing.T, secret string, at time.Time) string {
+	t.Helper()
+	key, err := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msg [8]byte
+	binary.BigEndian.PutUint64(msg[:], uint64(at.Unix()/30))
+	m := hmac.New(sha1.New, key)
+	m.Write(msg[:])
+	sum := m.Sum(nil)
+	off := sum[19] & 15
+	return fmt.Sprintf("%06d", (binary.BigEndian.Uint32(sum[off:])&0x7fffffff)%1000000)
+}
+
+var secretRE = regexp.MustCompile(`id="totp-secret">([A-Z2-7]+)<`)
+
+// TestTwoStepSignIn: a person turns on two-step sign-in with a code from
+// their app; a password sign-in then needs a current code, each code
+// works once; an administrator can turn it off (a lost phone).
+func TestTwoStepSignIn(t *testing.T) {
+	e := newEnvConfig(t, false, config.Config{})
+	research := e.team("research")
+	uid := e.user("kim@example.com", "correct horse battery", map[string]any{"team_id": research, "role": "viewer"})
+	b := e.browser()
+	if r := b.signInAs("kim@example.com", "correct horse battery"); r.status != http.StatusSeeOther {
+		t.Fatal(r.status)
+	}
+	page := b.post("/console/security", url.Values{"csrf_token": {b.csrf}, "action": {"start"}})
+	m := secretRE.FindStringSubmatch(page.body)
+	if page.status != 200 || m == nil || !strings.Contains(page.body, `href="otpauth://totp/Sovereign:kim@example.com?`) {
+		t.Fatalf("setting up: %d\n%s", page.status, page.body)
+	}
+	secret := m[1]
+	if r := b.post("/console/security", url.Values{"csrf_token": {b.csrf}, "action": {"confirm"}, "code": {"000000"}}); r.status != http.StatusBadRequest {
+		t.Errorf("a wrong code turned it on: %d", r.status)
+	}
+	page = b.post("/console/security", url.Values{"csrf_token": {b.csrf}, "action": {"start"}})
+	secret = secretRE.FindStringSubmatch(page.body)[1]
+	now := time.Now()
+	if r := b.post("/console/security", url.Values{"csrf_token": {b.csrf}, "action": {"confirm"}, "code": {totp(t, secret, now)}}); r.status != http.StatusSeeOther {
+		t.Fatalf("confirm: %d %s", r.status, r.body)
+	}
+	if _, u := e.api(e.admin, "GET", "/v1/users/"+uid, nil); u["two_step"] != true {
+		t.Fatalf("two_step after confirming: %v", u)
+	}
+
+	// A password alone now leads to the code page; a wrong code is
+	// refused; the next step's code (the current one was used to turn it
+	// on) signs in; the same code again does not.
+	b2 := e.browser()
+	pg := b2.get("/console/signin")
+	r := b2.post("/console/signin", url.Values{"csrf_token": {csrfOf(t, pg.body)}, "email": {"kim@example.com"}, "password": {"correct horse battery"}})
+	if r.status != 200 || !strings.Contains(r.body, `name="code"`) {
+		t.Fatalf("after the password: %d\n%s", r.status, r.body)
+	}
+	if r := b2.get("/console/"); r.status != http.StatusSeeOther {
+		t.Fatalf("signed in before the code: %d", r.status)
+	}
+	r = b2.post("/console/signin/code", url.Values{"csrf_token": {csrfOf(t, r.body)}, "code": {"123456"}})
+	if r.status != http.StatusUnauthorized {
+		t.Fatalf("a wrong code: %d", r.status)
+	}
+	next := totp(t, secret, now.Add(30*time.Second))
+	r = b2.post("/console/signin/code", url.Values{"csrf_token": {csrfOf(t, r.body)}, "code": {next}})
+	if r.status != http.StatusSeeOther {
+		t.Fatalf("the right code: %d %s", r.status, r.body)
+	}
+	if home := b2.get("/console/"); home.status != 200 {
+		t.Fatalf("signed in: %d", home.status)
+	}
+	b3 := e.browser()
+	pg = b3.get("/console/signin")
+	r = b3.post("/console/signin", url.Values{"csrf_token": {csrfOf(t, pg.body)}, "email": {"kim@example.com"}, "password": {"correct horse battery"}})
+	if r = b3.post("/console/signin/code", url.Values{"csrf_token": {csrfOf(t, r.body)}, "code": {next}}); r.status != http.StatusUnauthorized {
+		t.Errorf("a code used twice: %d", r.status)
+	}
+
+	// The administrator's reset for a lost phone: a password alone again.
+	if st, body := e.api(e.admin, "POST", "/v1/users/"+uid, map[string]any{"two_step": false}); st != 200 || body["two_step"] != false {
+		t.Fatalf("reset: %d %v", st, body)
+	}
+	if st, _ := e.api(e.admin, "POST", "/v1/users/"+uid, map[string]any{"two_step": true}); st != 400 {
+		t.Errorf("an administrator turned two-step sign-in on: %d", st)
+	}
+	if r := e.browser().signInAs("kim@example.com", "correct horse battery"); r.status != http.StatusSeeOther {
+		t.Errorf("password alone after the reset: %d", r.status)
 	}
 }

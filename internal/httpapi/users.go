@@ -24,6 +24,7 @@ type UserAdmin interface {
 	Invite(ctx context.Context, by auth.Key, email, teamID string, role auth.Role, life time.Duration) (auth.Invitation, string, error)
 	ListInvitations(ctx context.Context, teamID string) ([]auth.Invitation, error)
 	RevokeInvitation(ctx context.Context, id string) error
+	DisableTOTP(ctx context.Context, id string) error
 }
 
 // User is the API's user object. The password's hash never leaves the
@@ -36,6 +37,7 @@ type User struct {
 	Active        bool         `json:"active"`
 	InstanceAdmin bool         `json:"instance_admin"`
 	HasPassword   bool         `json:"has_password"`
+	TwoStep       bool         `json:"two_step"`
 	Locked        bool         `json:"locked"`
 	CreatedAt     int64        `json:"created_at"`
 	LastLoginAt   *int64       `json:"last_login_at"`
@@ -62,7 +64,7 @@ func (s *Server) userObject(ctx context.Context, u auth.User) (User, error) {
 		return User{}, err
 	}
 	out := User{ID: u.ID, Object: "user", Email: u.Email, Name: u.Name, Active: u.Active, InstanceAdmin: u.InstanceAdmin,
-		HasPassword: u.PasswordHash != "", Locked: u.LockedUntil != nil && time.Now().Before(*u.LockedUntil),
+		HasPassword: u.PasswordHash != "", TwoStep: u.TOTPSecret != "", Locked: u.LockedUntil != nil && time.Now().Before(*u.LockedUntil),
 		CreatedAt: u.CreatedAt.Unix(), LastLoginAt: unix(u.LastLoginAt), Memberships: make([]Membership, len(ms))}
 	for i, m := range ms {
 		out.Memberships[i] = membershipObject(m)
@@ -142,11 +144,22 @@ func (s *Server) updateUser(w http.ResponseWriter, r *http.Request) error {
 		Active        *bool   `json:"active"`
 		InstanceAdmin *bool   `json:"instance_admin"`
 		Password      *string `json:"password"`
+		// TwoStep false turns the user's two-step sign-in off (a lost
+		// phone); only they can turn it on.
+		TwoStep *bool `json:"two_step"`
 	}
 	if err := wire.DecodeStrict(r.Body, &req); err != nil {
 		return err
 	}
 	id := r.PathValue("id")
+	if req.TwoStep != nil {
+		if *req.TwoStep {
+			return apierr.Invalid("two_step", "only the user can turn two-step sign-in on (console, Security); false turns it off")
+		}
+		if err := s.Keys.DisableTOTP(r.Context(), id); err != nil {
+			return err
+		}
+	}
 	if caller, _ := KeyFrom(r.Context()); caller.OwnerUserID == id && ((req.Active != nil && !*req.Active) || (req.InstanceAdmin != nil && !*req.InstanceAdmin)) {
 		// The last way back in must not be closed by accident.
 		return apierr.Invalid("active", "you cannot deactivate yourself or give up your own administration")

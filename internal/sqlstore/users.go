@@ -14,14 +14,15 @@ import (
 
 var _ auth.UserStore = (*Store)(nil)
 
-const userColumns = `id, email, name, active, instance_admin, password_hash, failed_logins, locked_until, created_at, last_login_at`
+const userColumns = `id, email, name, active, instance_admin, password_hash, failed_logins, locked_until, created_at, last_login_at,
+	totp_secret, totp_pending, totp_last_step`
 
 // CreateUser stores u. Errors: auth.ErrConflict when the id or e-mail
 // address is taken.
 func (s *Store) CreateUser(ctx context.Context, u auth.User) error {
-	_, err := s.db.ExecContext(ctx, s.rebind(`INSERT INTO users (`+userColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+	_, err := s.db.ExecContext(ctx, s.rebind(`INSERT INTO users (`+userColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
 		u.ID, u.Email, u.Name, u.Active, u.InstanceAdmin, u.PasswordHash, u.FailedLogins, s.timePtrValue(u.LockedUntil),
-		s.timeValue(u.CreatedAt), s.timePtrValue(u.LastLoginAt))
+		s.timeValue(u.CreatedAt), s.timePtrValue(u.LastLoginAt), u.TOTPSecret, u.TOTPPending, u.TOTPLastStep)
 	if err != nil {
 		return s.errorf("create user: %w", s.classify(err))
 	}
@@ -118,6 +119,15 @@ func (s *Store) UpdateUser(ctx context.Context, id string, u auth.UserUpdate) er
 	}
 	if u.LastLoginAt != nil {
 		add("last_login_at", s.timeValue(*u.LastLoginAt))
+	}
+	if u.TOTPSecret != nil {
+		add("totp_secret", *u.TOTPSecret)
+	}
+	if u.TOTPPending != nil {
+		add("totp_pending", *u.TOTPPending)
+	}
+	if u.TOTPLastStep != nil {
+		add("totp_last_step", *u.TOTPLastStep)
 	}
 	if len(set) == 0 {
 		set = append(set, "id = id")
@@ -235,7 +245,7 @@ func (s *Store) scanUser(r scanner) (auth.User, error) {
 	var u auth.User
 	var locked, created, last TimeScanner
 	if err := r.Scan(&u.ID, &u.Email, &u.Name, &u.Active, &u.InstanceAdmin, &u.PasswordHash, &u.FailedLogins,
-		&locked, &created, &last); err != nil {
+		&locked, &created, &last, &u.TOTPSecret, &u.TOTPPending, &u.TOTPLastStep); err != nil {
 		return auth.User{}, err
 	}
 	var err error
@@ -277,4 +287,57 @@ func (s *Store) LinkIdentity(ctx context.Context, provider, subject, userID stri
 		return s.errorf("link identity: %w", s.classify(err))
 	}
 	return nil
+}
+
+// The signin_challenges table: the store side of auth.ChallengeStore.
+
+var _ auth.ChallengeStore = (*Store)(nil)
+
+// CreateSigninChallenge stores a password sign-in waiting for its code.
+func (s *Store) CreateSigninChallenge(ctx context.Context, idHash []byte, userID string, expires time.Time) error {
+	_, err := s.db.ExecContext(ctx, s.rebind(`INSERT INTO signin_challenges (id_hash, user_id, expires_us) VALUES (?, ?, ?)`),
+		idHash, userID, expires.UnixMicro())
+	if err != nil {
+		return s.errorf("create sign-in challenge: %w", s.classify(err))
+	}
+	return nil
+}
+
+// TakeSigninChallenge counts an attempt and returns the challenge.
+// Errors: auth.ErrNotFound.
+func (s *Store) TakeSigninChallenge(ctx context.Context, idHash []byte) (string, time.Time, int, error) {
+	var userID string
+	var expires int64
+	var attempts int
+	err := s.db.QueryRowContext(ctx, s.rebind(`UPDATE signin_challenges SET attempts = attempts + 1 WHERE id_hash = ?
+		RETURNING user_id, expires_us, attempts`), idHash).Scan(&userID, &expires, &attempts)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", time.Time{}, 0, s.errorf("sign-in challenge: %w", auth.ErrNotFound)
+	}
+	if err != nil {
+		return "", time.Time{}, 0, s.errorf("take sign-in challenge: %w", err)
+	}
+	return userID, time.UnixMicro(expires).UTC(), attempts, nil
+}
+
+// DeleteSigninChallenge removes a challenge (and, while at it, every
+// expired one).
+func (s *Store) DeleteSigninChallenge(ctx context.Context, idHash []byte) error {
+	if _, err := s.db.ExecContext(ctx, s.rebind(`DELETE FROM signin_challenges WHERE id_hash = ? OR expires_us < ?`), idHash, time.Now().UnixMicro()); err != nil {
+		return s.errorf("delete sign-in challenge: %w", err)
+	}
+	return nil
+}
+
+// UseTOTPStep records user id's use of a code's step, once.
+func (s *Store) UseTOTPStep(ctx context.Context, id string, step int64) (bool, error) {
+	res, err := s.db.ExecContext(ctx, s.rebind(`UPDATE users SET totp_last_step = ? WHERE id = ? AND totp_last_step < ?`), step, id, step)
+	if err != nil {
+		return false, s.errorf("use TOTP step: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, s.errorf("use TOTP step: %w", err)
+	}
+	return n == 1, nil
 }

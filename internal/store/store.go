@@ -35,6 +35,7 @@ type Store interface {
 	auth.KeyStore
 	auth.UserStore
 	auth.InvitationStore
+	auth.ChallengeStore
 	catalog.SpecStore
 	sources.Store
 	responses.Store

@@ -61,6 +61,7 @@ func Run(t *testing.T, open func(t *testing.T) auth.KeyStore) {
 		{"ConsoleSessions", testConsoleSessions},
 		{"Users", testUsers},
 		{"Invitations", testInvitations},
+		{"TwoStep", testTwoStep},
 		{"SCIM", testSCIM},
 	}
 	for _, tc := range tests {

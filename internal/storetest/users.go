@@ -266,3 +266,44 @@ func testInvitations(t *testing.T, ks auth.KeyStore) {
 		t.Errorf("linking a subject twice: %v", err)
 	}
 }
+
+// testTwoStep checks a password sign-in's second step on the store: the
+// challenge, its attempts, a code used once.
+func testTwoStep(t *testing.T, ks auth.KeyStore) {
+	ctx := context.Background()
+	now := time.Unix(1234567890, 0).UTC() // RFC 6238's vector: code 005924 for this key
+	svc := auth.NewService(ks)
+	svc.Now = func() time.Time { return now }
+	u, err := svc.CreateUser(ctx, auth.CreateUserParams{Email: "kim@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := "GEZDGNBVGY3TQOJQGEZDGNBVGY3TQOJQ" // base32 of "12345678901234567890"
+	if err := ks.(auth.UserStore).UpdateUser(ctx, u.ID, auth.UserUpdate{TOTPSecret: &secret}); err != nil {
+		t.Fatal(err)
+	}
+	u, _ = svc.GetUser(ctx, u.ID)
+	token, err := svc.BeginSecondStep(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.FinishSecondStep(ctx, token, "111111"); !errors.Is(err, auth.ErrCode) {
+		t.Fatalf("a wrong code: %v", err)
+	}
+	if got, err := svc.FinishSecondStep(ctx, token, "005924"); err != nil || got.ID != u.ID {
+		t.Fatalf("the right code: %+v, %v", got, err)
+	}
+	if _, err := svc.FinishSecondStep(ctx, token, "005924"); !errors.Is(err, auth.ErrSignIn) {
+		t.Errorf("a finished challenge again: %v", err)
+	}
+	token, _ = svc.BeginSecondStep(ctx, u)
+	if _, err := svc.FinishSecondStep(ctx, token, "005924"); !errors.Is(err, auth.ErrCode) {
+		t.Errorf("a code used twice: %v", err)
+	}
+	for range auth.ChallengeAttempts {
+		_, _ = svc.FinishSecondStep(ctx, token, "000000")
+	}
+	if _, err := svc.FinishSecondStep(ctx, token, "005924"); !errors.Is(err, auth.ErrSignIn) {
+		t.Errorf("after too many attempts: %v", err)
+	}
+}

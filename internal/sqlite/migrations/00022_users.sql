@@ -16,6 +16,9 @@ CREATE TABLE users (
     failed_logins  INTEGER NOT NULL DEFAULT 0,
     locked_until   TEXT,
     created_at     TEXT NOT NULL,
+    totp_secret    TEXT NOT NULL DEFAULT '',
+    totp_pending   TEXT NOT NULL DEFAULT '',
+    totp_last_step INTEGER NOT NULL DEFAULT 0,
     last_login_at  TEXT
 );
 CREATE UNIQUE INDEX users_email ON users (email);
@@ -41,6 +44,15 @@ CREATE TABLE user_identities (
     PRIMARY KEY (provider, subject)
 );
 CREATE INDEX user_identities_user ON user_identities (user_id);
+
+-- A password sign-in waiting for its second step (a TOTP code): the
+-- browser's cookie holds the id, this table its SHA-256.
+CREATE TABLE signin_challenges (
+    id_hash    BLOB PRIMARY KEY,
+    user_id    TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    expires_us INTEGER NOT NULL,
+    attempts   INTEGER NOT NULL DEFAULT 0
+);
 
 -- Invitations by link: the link's token is kept as its SHA-256 only; an
 -- invitation is used once, before it expires.
@@ -81,6 +93,7 @@ ALTER TABLE console_sessions DROP COLUMN id_token;
 ALTER TABLE console_sessions DROP COLUMN sso;
 DROP TABLE user_identities;
 DROP TABLE invitations;
+DROP TABLE signin_challenges;
 ALTER TABLE request_logs DROP COLUMN user_id;
 DROP INDEX api_keys_owner;
 ALTER TABLE api_keys DROP COLUMN owner_user_id;

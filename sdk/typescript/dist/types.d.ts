@@ -1089,6 +1089,8 @@ export interface Person {
     instance_admin: boolean;
     /** Whether the user can sign in with a password (the hash is never shown). */
     has_password: boolean;
+    /** Whether a password sign-in also asks for a code from an authenticator app (TOTP); the user turns it on in the console. */
+    two_step: boolean;
     /** Password sign-in is locked after repeated failures (15 minutes). */
     locked: boolean;
     created_at: UnixTime;
