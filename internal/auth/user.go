@@ -137,7 +137,7 @@ type UserUpdate struct {
 	PasswordHash  *string
 	FailedLogins  *int
 	// LockedUntil sets the lock; ClearLock removes it.
-	LockedUntil *time.Time
+	LockedUntil  *time.Time
 	ClearLock    bool
 	LastLoginAt  *time.Time
 	TOTPSecret   *string
