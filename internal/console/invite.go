@@ -79,10 +79,7 @@ func (c *Console) inviteError(w http.ResponseWriter, err error) {
 // existing one joined to the team), and signed in where it can be.
 func (c *Console) acceptInvite(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	pre, _ := r.Cookie(preCookie)
-	tok := r.PostFormValue(csrfField)
-	if pre == nil || tok == "" || pre.Value != tok || !sameOrigin(r) {
-		c.refuseCSRF(w, r)
+	if !c.preCSRF(w, r) {
 		return
 	}
 	token := r.PathValue("token")

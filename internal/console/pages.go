@@ -83,10 +83,7 @@ func safeNext(n string) string {
 // starts a session.
 func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	pre, _ := r.Cookie(preCookie)
-	tok := r.PostFormValue(csrfField)
-	if pre == nil || tok == "" || pre.Value != tok || !sameOrigin(r) {
-		c.refuseCSRF(w, r)
+	if !c.preCSRF(w, r) {
 		return
 	}
 	if r.PostFormValue("email") != "" && c.cfg.Users != nil {
@@ -117,12 +114,7 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		c.signinForm(w, r, http.StatusUnauthorized, "Incorrect API key.")
 		return
 	case err != nil:
-		if status, msg, ok := unavailable(w, err); ok {
-			c.signinForm(w, r, status, msg)
-			return
-		}
-		c.cfg.Log.Error("console: sign-in", "err", err)
-		c.signinForm(w, r, http.StatusInternalServerError, "The server could not check the key; try again.")
+		c.signinFailed(w, r, err, "check the key")
 		return
 	}
 	if !auth.HasScope(key, auth.ScopeConsole) {
@@ -131,12 +123,7 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 	}
 	id, _, err := c.cfg.Sessions.Create(r.Context(), key.ID)
 	if err != nil {
-		if status, msg, ok := unavailable(w, err); ok {
-			c.signinForm(w, r, status, msg)
-			return
-		}
-		c.cfg.Log.Error("console: sign-in", "err", err)
-		c.signinForm(w, r, http.StatusInternalServerError, "The server could not start a session; try again.")
+		c.signinFailed(w, r, err, "start a session")
 		return
 	}
 	// Loudly: a key's session is a break-glass path, and nothing names

@@ -160,12 +160,7 @@ func (c *Console) passwordSignin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		if status, msg, ok := unavailable(w, err); ok {
-			c.signinForm(w, r, status, msg)
-			return
-		}
-		c.cfg.Log.Error("console: sign-in", "err", err)
-		c.signinForm(w, r, http.StatusInternalServerError, "The server could not sign you in; try again.")
+		c.signinFailed(w, r, err, "sign you in")
 		return
 	}
 	c.cfg.Log.Info("console: signed in", "user", u.ID, "client_ip", ip)
@@ -249,4 +244,29 @@ func (a *attempts) allow(ip string, now time.Time) bool {
 	w.n++
 	a.seen[ip] = w
 	return w.n <= signinPerIP
+}
+
+// preCSRF checks a form posted before a session exists (sign-in, its code,
+// an invitation): the double-submit token of the page's cookie, and the
+// origin. It answers the refusal itself.
+func (c *Console) preCSRF(w http.ResponseWriter, r *http.Request) bool {
+	pre, _ := r.Cookie(preCookie)
+	tok := r.PostFormValue(csrfField)
+	if pre == nil || tok == "" || pre.Value != tok || !sameOrigin(r) {
+		c.refuseCSRF(w, r)
+		return false
+	}
+	return true
+}
+
+// signinFailed shows the sign-in page for a failure that is the server's:
+// an outage as such (503), anything else logged and a 500 saying what
+// could not be done.
+func (c *Console) signinFailed(w http.ResponseWriter, r *http.Request, err error, what string) {
+	if status, msg, ok := unavailable(w, err); ok {
+		c.signinForm(w, r, status, msg)
+		return
+	}
+	c.cfg.Log.Error("console: sign-in", "err", err)
+	c.signinForm(w, r, http.StatusInternalServerError, "The server could not "+what+"; try again.")
 }

@@ -114,12 +114,7 @@ func (c *Console) ssoCallback(w http.ResponseWriter, r *http.Request) {
 			c.signinForm(w, r, http.StatusForbidden, ae.Message)
 			return
 		}
-		if status, msg, ok := unavailable(w, err); ok {
-			c.signinForm(w, r, status, msg)
-			return
-		}
-		c.cfg.Log.Error("console: single sign-on", "provider", p.Config.Name, "err", err)
-		c.signinForm(w, r, http.StatusInternalServerError, "The server could not sign you in; try again.")
+		c.signinFailed(w, r, err, "sign you in")
 		return
 	}
 	c.cfg.Log.Info("console: signed in", "user", u.ID, "provider", p.Config.Name, "client_ip", clientIP(r))

@@ -30,10 +30,7 @@ func (c *Console) codeForm(w http.ResponseWriter, r *http.Request, status int, m
 // signinCode is POST /console/signin/code: the second step.
 func (c *Console) signinCode(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
-	pre, _ := r.Cookie(preCookie)
-	tok := r.PostFormValue(csrfField)
-	if pre == nil || tok == "" || pre.Value != tok || !sameOrigin(r) {
-		c.refuseCSRF(w, r)
+	if !c.preCSRF(w, r) {
 		return
 	}
 	ck, _ := r.Cookie(codeCookie)
@@ -50,12 +47,7 @@ func (c *Console) signinCode(w http.ResponseWriter, r *http.Request) {
 		c.signinForm(w, r, http.StatusUnauthorized, "This sign-in took too long or had too many tries; sign in again.")
 		return
 	case err != nil:
-		if status, msg, ok := unavailable(w, err); ok {
-			c.signinForm(w, r, status, msg)
-			return
-		}
-		c.cfg.Log.Error("console: sign-in code", "err", err)
-		c.signinForm(w, r, http.StatusInternalServerError, "The server could not sign you in; try again.")
+		c.signinFailed(w, r, err, "sign you in")
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: codeCookie, Value: "", Path: Prefix, HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: -1})

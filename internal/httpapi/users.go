@@ -72,6 +72,15 @@ func (s *Server) userObject(ctx context.Context, u auth.User) (User, error) {
 	return out, nil
 }
 
+// writeUser answers with user u's object.
+func (s *Server) writeUser(w http.ResponseWriter, r *http.Request, status int, u auth.User) error {
+	obj, err := s.userObject(r.Context(), u)
+	if err != nil {
+		return err
+	}
+	return wire.JSON(w, status, obj)
+}
+
 type membershipRequest struct {
 	TeamID string `json:"team_id"`
 	Role   string `json:"role"`
@@ -101,11 +110,7 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	obj, err := s.userObject(r.Context(), u)
-	if err != nil {
-		return err
-	}
-	return wire.JSON(w, http.StatusCreated, obj)
+	return s.writeUser(w, r, http.StatusCreated, u)
 }
 
 // listUsers is GET /v1/users[?team_id=] (admin).
@@ -129,11 +134,7 @@ func (s *Server) getUser(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	obj, err := s.userObject(r.Context(), u)
-	if err != nil {
-		return err
-	}
-	return wire.JSON(w, http.StatusOK, obj)
+	return s.writeUser(w, r, http.StatusOK, u)
 }
 
 // updateUser is POST /v1/users/{id} (admin): name, active,
@@ -168,11 +169,7 @@ func (s *Server) updateUser(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	obj, err := s.userObject(r.Context(), u)
-	if err != nil {
-		return err
-	}
-	return wire.JSON(w, http.StatusOK, obj)
+	return s.writeUser(w, r, http.StatusOK, u)
 }
 
 // listMembers is GET /v1/teams/{id}/members (admin).

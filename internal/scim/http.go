@@ -106,37 +106,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.notAllowed(w, r, key.ID, http.MethodGet, http.MethodPost)
 		}
 	case res == "users":
-		var u UserView
-		var err error
-		switch r.Method {
-		case http.MethodGet:
-			u, err = h.Service.GetUser(ctx, id)
-		case http.MethodPut:
-			var m map[string]any
-			if err = h.body(w, r, &m); err == nil {
-				u, err = h.Service.ReplaceUser(ctx, id, m)
-			}
-		case http.MethodPatch:
-			var ops []Operation
-			if ops, err = h.patchBody(w, r); err == nil {
-				u, err = h.Service.PatchUser(ctx, id, ops)
-			}
-		case http.MethodDelete:
-			if err = h.Service.DeleteUser(ctx, id); err == nil {
-				h.done(r, key.ID, id, http.StatusNoContent)
-				w.WriteHeader(http.StatusNoContent)
-				return
-			}
-		default:
-			h.notAllowed(w, r, key.ID, http.MethodGet, http.MethodPut, http.MethodPatch, http.MethodDelete)
-			return
-		}
-		if err != nil {
-			h.fail(w, r, key.ID, err)
-			return
-		}
-		h.done(r, key.ID, id, http.StatusOK)
-		write(w, http.StatusOK, userResource(u, base))
+		serveOne(h, w, r, key.ID, id, resourceOps[UserView]{
+			get:    func() (UserView, error) { return h.Service.GetUser(ctx, id) },
+			put:    func(m map[string]any) (UserView, error) { return h.Service.ReplaceUser(ctx, id, m) },
+			patch:  func(ops []Operation) (UserView, error) { return h.Service.PatchUser(ctx, id, ops) },
+			delete: func() error { return h.Service.DeleteUser(ctx, id) },
+			render: func(u UserView) any { return userResource(u, base) },
+		})
 	case res == "groups" && id == "":
 		switch r.Method {
 		case http.MethodGet:
@@ -174,38 +150,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.notAllowed(w, r, key.ID, http.MethodGet, http.MethodPost)
 		}
 	case res == "groups":
-		var g GroupView
-		var err error
 		withMembers := !excluded(r, "members")
-		switch r.Method {
-		case http.MethodGet:
-			g, err = h.Service.GetGroup(ctx, id, withMembers)
-		case http.MethodPut:
-			var m map[string]any
-			if err = h.body(w, r, &m); err == nil {
-				g, err = h.Service.ReplaceGroup(ctx, id, m)
-			}
-		case http.MethodPatch:
-			var ops []Operation
-			if ops, err = h.patchBody(w, r); err == nil {
-				g, err = h.Service.PatchGroup(ctx, id, ops)
-			}
-		case http.MethodDelete:
-			if err = h.Service.DeleteGroup(ctx, id); err == nil {
-				h.done(r, key.ID, id, http.StatusNoContent)
-				w.WriteHeader(http.StatusNoContent)
-				return
-			}
-		default:
-			h.notAllowed(w, r, key.ID, http.MethodGet, http.MethodPut, http.MethodPatch, http.MethodDelete)
-			return
-		}
-		if err != nil {
-			h.fail(w, r, key.ID, err)
-			return
-		}
-		h.done(r, key.ID, id, http.StatusOK)
-		write(w, http.StatusOK, groupResource(g, base, withMembers))
+		serveOne(h, w, r, key.ID, id, resourceOps[GroupView]{
+			get:    func() (GroupView, error) { return h.Service.GetGroup(ctx, id, withMembers) },
+			put:    func(m map[string]any) (GroupView, error) { return h.Service.ReplaceGroup(ctx, id, m) },
+			patch:  func(ops []Operation) (GroupView, error) { return h.Service.PatchGroup(ctx, id, ops) },
+			delete: func() error { return h.Service.DeleteGroup(ctx, id) },
+			render: func(g GroupView) any { return groupResource(g, base, withMembers) },
+		})
 	default:
 		h.fail(w, r, key.ID, notFound("no such endpoint %q", r.URL.Path))
 	}
@@ -372,4 +324,48 @@ func baseURL(r *http.Request) string {
 		scheme = "https"
 	}
 	return scheme + "://" + r.Host + Prefix
+}
+
+// resourceOps is what one resource of a kind (a user, a group) answers to.
+type resourceOps[V any] struct {
+	get    func() (V, error)
+	put    func(map[string]any) (V, error)
+	patch  func([]Operation) (V, error)
+	delete func() error
+	render func(V) any
+}
+
+// serveOne serves GET, PUT, PATCH and DELETE on one resource.
+func serveOne[V any](h *Handler, w http.ResponseWriter, r *http.Request, keyID, id string, ops resourceOps[V]) {
+	var v V
+	var err error
+	switch r.Method {
+	case http.MethodGet:
+		v, err = ops.get()
+	case http.MethodPut:
+		var m map[string]any
+		if err = h.body(w, r, &m); err == nil {
+			v, err = ops.put(m)
+		}
+	case http.MethodPatch:
+		var patch []Operation
+		if patch, err = h.patchBody(w, r); err == nil {
+			v, err = ops.patch(patch)
+		}
+	case http.MethodDelete:
+		if err = ops.delete(); err == nil {
+			h.done(r, keyID, id, http.StatusNoContent)
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	default:
+		h.notAllowed(w, r, keyID, http.MethodGet, http.MethodPut, http.MethodPatch, http.MethodDelete)
+		return
+	}
+	if err != nil {
+		h.fail(w, r, keyID, err)
+		return
+	}
+	h.done(r, keyID, id, http.StatusOK)
+	write(w, http.StatusOK, ops.render(v))
 }
