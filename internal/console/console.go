@@ -496,6 +496,7 @@ var funcs = template.FuncMap{
 	"cell":   cell,
 	"list":   func(v ...string) []string { return v },
 	"count":  count,
+	"named":  named,
 	"bar":    barWidth,
 	"has1":   func(list []string, v string) bool { return slices.Contains(list, v) },
 	"defform": func(csrf, action string, form workflowForm, refused any, button string) definitionForm {

@@ -9,3 +9,11 @@ func TestCount(t *testing.T) {
 		}
 	}
 }
+
+func TestDuration(t *testing.T) {
+	for ms, want := range map[float64]string{0: "0 ms", 850: "850 ms", 12400: "12.4 s", 200000: "3 min 20 s"} {
+		if got := duration(ms); got != want {
+			t.Errorf("duration(%v) = %q, want %q", ms, got, want)
+		}
+	}
+}

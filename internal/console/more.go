@@ -20,6 +20,10 @@ import (
 // optional link (a console path prefix + the row's id).
 type column struct {
 	Field, Label, Link string
+	// Names says where the names of the ids in Field come from
+	// ("workflows", "keys"): the cell shows the name, the link keeps the
+	// id.
+	Names string
 }
 
 // filter is one filter input of a table page, passed to the API as the
@@ -43,6 +47,8 @@ type tableData struct {
 	Related []link
 	NextURL string
 	Extra   any
+	// Names maps a column's ids to names (by field).
+	Names map[string]map[string]string
 }
 
 type tablePage struct {
@@ -107,6 +113,14 @@ func (c *Console) table(q *req, tp tablePage, api string) (tableData, error) {
 		return d, err
 	}
 	d.Rows = res.Data
+	for _, col := range d.Columns {
+		if col.Names != "" {
+			if d.Names == nil {
+				d.Names = map[string]map[string]string{}
+			}
+			d.Names[col.Field] = c.names(q, col.Names)
+		}
+	}
 	if res.HasMore && res.LastID != nil {
 		nq := q.r.URL.Query()
 		nq.Set("after", *res.LastID)
@@ -122,6 +136,33 @@ func (c *Console) table(q *req, tp tablePage, api string) (tableData, error) {
 	return d, nil
 }
 
+// names reads the names of the team's workflows or keys by id, for
+// showing names where the API gives ids (none where the session may not
+// list them: the ids stay).
+func (c *Console) names(q *req, what string) map[string]string {
+	var res list[map[string]any]
+	path := map[string]string{"workflows": "/v1/workflows?limit=100", "keys": "/v1/keys?team_id=" + url.QueryEscape(q.key.TeamID)}[what]
+	if path == "" || c.call(q, "GET", path, nil, &res) != nil {
+		return nil
+	}
+	out := make(map[string]string, len(res.Data))
+	for _, o := range res.Data {
+		id, _ := o["id"].(string)
+		if n, _ := o["name"].(string); id != "" && n != "" {
+			out[id] = n
+		}
+	}
+	return out
+}
+
+// named is a cell's text: the name of its id where one is known.
+func named(names map[string]map[string]string, field, id string) string {
+	if n := names[field][id]; n != "" {
+		return n
+	}
+	return id
+}
+
 // cell renders an object's field for a table cell: times (fields named
 // *_at, created) as UTC dates, lists joined, objects as compact JSON.
 func cell(row map[string]any, field string) string {
@@ -131,6 +172,9 @@ func cell(row map[string]any, field string) string {
 	}
 	switch x := v.(type) {
 	case float64:
+		if strings.HasSuffix(field, "_ms") {
+			return duration(x)
+		}
 		if strings.HasSuffix(field, "_at") || field == "created" {
 			if x == 0 {
 				return "—"
@@ -196,8 +240,8 @@ var (
 	runsPage = listPage(tablePage{title: "Workflow runs", nav: "workflows", api: "/v1/workflow_runs", related: []link{{Prefix + "/workflows", "Definitions"}, {Prefix + "/approvals?status=pending", "Pending approvals"}},
 		filters: []filter{{Name: "workflow_id", Label: "Workflow id"}, {Name: "status", Label: "Status", Type: "select",
 			Options: []string{"queued", "running", "waiting_approval", "succeeded", "failed", "cancelled"}}},
-		columns: []column{{Field: "id", Label: "Run", Link: Prefix + "/runs/"}, {Field: "workflow_id", Label: "Workflow", Link: Prefix + "/workflows/"}, {Field: "status", Label: "Status"},
-			{Field: "current_step", Label: "Step"}, {Field: "created_at", Label: "Created"}, {Field: "ended_at", Label: "Ended"}, {Field: "duration_ms", Label: "Duration (ms)"}}})
+		columns: []column{{Field: "id", Label: "Run", Link: Prefix + "/runs/"}, {Field: "workflow_id", Label: "Workflow", Link: Prefix + "/workflows/", Names: "workflows"}, {Field: "status", Label: "Status"},
+			{Field: "current_step", Label: "Step"}, {Field: "created_at", Label: "Created"}, {Field: "ended_at", Label: "Ended"}, {Field: "duration_ms", Label: "Duration"}}})
 	approvalsPage = listPage(tablePage{title: "Approvals", nav: "approvals", api: "/v1/approvals", actions: "approval",
 		intro:   "Steps of workflow runs waiting for a person's decision.",
 		filters: []filter{{Name: "status", Label: "Status", Type: "select", Options: []string{"pending", "approved", "rejected", "expired"}}},
@@ -258,4 +302,16 @@ func sourceLinkPage(c *Console, q *req) error {
 		}
 	}
 	return apierr.New(apierr.NotFound, "No source link "+id+" of that answer; open it from the source links list.")
+}
+
+// duration writes milliseconds for people: 850 ms, 12.4 s, 3 min 20 s.
+func duration(ms float64) string {
+	switch {
+	case ms < 1000:
+		return strconv.FormatFloat(ms, 'f', 0, 64) + " ms"
+	case ms < 60_000:
+		return strconv.FormatFloat(ms/1000, 'f', 1, 64) + " s"
+	}
+	s := int64(ms / 1000)
+	return strconv.FormatInt(s/60, 10) + " min " + strconv.FormatInt(s%60, 10) + " s"
 }

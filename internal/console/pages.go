@@ -538,6 +538,8 @@ type logsData struct {
 	Filter  map[string]string
 	NextID  string
 	HasMore bool
+	// Names maps key ids to the keys' names.
+	Names map[string]map[string]string
 }
 
 var logFilters = []string{"model", "key_id", "route", "status", "user", "since", "until", "after"}
@@ -577,6 +579,7 @@ func logsPage(c *Console, q *req) error {
 		return err
 	}
 	d.Logs, d.HasMore = res.Data, res.HasMore
+	d.Names = map[string]map[string]string{"key_id": c.names(q, "keys")}
 	if res.LastID != nil {
 		d.NextID = *res.LastID
 	}

@@ -134,6 +134,14 @@ func TestPeopleSignIn(t *testing.T) {
 	if st, _ := e.api(mine, "GET", "/v1/models", nil); st != 200 {
 		t.Fatalf("own key: %d", st)
 	}
+	// The log shows the key's name, not its id.
+	shown := false
+	for deadline := time.Now().Add(5 * time.Second); !shown && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		shown = strings.Contains(b.get("/console/logs").body, `">mine</span>`)
+	}
+	if !shown {
+		t.Errorf("the logs page does not name the key:\n%s", b.get("/console/logs").body)
+	}
 
 	// Switching to ops, a viewer there: inference is refused.
 	if r := b.post("/console/team", url.Values{"csrf_token": {b.csrf}, "team_id": {ops}}); r.status != http.StatusSeeOther {

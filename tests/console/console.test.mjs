@@ -145,6 +145,31 @@ test("single sign-on through the identity provider's login page; groups make the
   assert.deepEqual(lin.memberships, [], "the membership left with the group");
 });
 
+test("an invitation link: join the team with a password, at phone width too", async () => {
+  const me = await api(ADMIN, "GET", "/v1/me");
+  const inv = await api(ADMIN, "POST", "/v1/invitations", { email: "invitee@example.com", team_id: me.body.key.team_id, role: "viewer" });
+  assert.equal(inv.status, 201, JSON.stringify(inv.body));
+  const ctx = await browser.newContext({ viewport: { width: 390, height: 844 }, baseURL: BASE });
+  const p = await ctx.newPage();
+  p.on("pageerror", (e) => pageErrors.push(`${p.url()}: ${e.message}`));
+  try {
+    await p.goto(new URL(inv.body.url).pathname);
+    await p.getByRole("heading", { name: /^Join / }).waitFor();
+    const overflow = await p.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    assert.ok(overflow <= 1, `the invitation page scrolls sideways at phone width (${overflow}px)`);
+    await check("phone-invite", p);
+    await p.getByLabel("Your name").fill("Ivy Invitee");
+    await p.getByLabel("Choose a password").fill("an invited person's password");
+    await p.getByLabel("The password again").fill("an invited person's password");
+    await p.getByRole("button", { name: "Accept the invitation" }).click();
+    await p.waitForURL(/\/console\/$/);
+    await p.getByRole("heading", { name: "Your teams" }).waitFor();
+    await check("phone-invited-overview", p);
+  } finally {
+    await ctx.close();
+  }
+});
+
 test("sign in as a person; the session cookie's flags", async () => {
   await page.getByLabel("E-mail address").fill("operator@example.com");
   await page.getByLabel("Password").fill("a long console password");
@@ -564,7 +589,7 @@ test("phone width", async () => {
     ["phone-usage", "/console/usage"], ["phone-limits", "/console/limits"], ["phone-webhooks", "/console/webhooks"], ["phone-workflows", "/console/workflows"],
     ["phone-overview", "/console/"], ["phone-logs", "/console/logs"], ["phone-decisions", "/console/decisions"], ["phone-audit", "/console/audit"],
     ["phone-sources", "/console/sources"], ["phone-source-links", "/console/source_links"], ["phone-runs", "/console/runs"],
-    ["phone-approvals", "/console/approvals"], ["phone-compare", "/console/compare"]]) {
+    ["phone-approvals", "/console/approvals"], ["phone-compare", "/console/compare"], ["phone-security", "/console/security"]]) {
     await page.goto(p);
     const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
     assert.ok(overflow <= 1, `${p} scrolls sideways at phone width (${overflow}px)`);
