@@ -57,7 +57,12 @@ var challengeRE = regexp.MustCompile(`name="challenge" value="([^"]+)"`)
 // page and back; it returns the console's last answer.
 func (b *ssoBrowser) signInWith(console, login, password string) (int, string, *url.URL) {
 	b.t.Helper()
-	st, body, at := b.get(console + "/console/sso/test?next=/console/keys")
+	return b.signInWithProvider(console, "test", login, password)
+}
+
+func (b *ssoBrowser) signInWithProvider(console, provider, login, password string) (int, string, *url.URL) {
+	b.t.Helper()
+	st, body, at := b.get(console + "/console/sso/" + provider + "?next=/console/keys")
 	if st != 200 || at.Path != "/login" {
 		b.t.Fatalf("to the provider's login page: %d at %s\n%s", st, at, body)
 	}
@@ -86,11 +91,17 @@ func TestSingleSignOn(t *testing.T) {
 	const clientID = "sovereign-console"
 	e := newEnvConfig(t, false, config.Config{
 		OIDC: []oidc.ProviderConfig{{Name: "test", DisplayName: "Test IdP", Issuer: op.Issuer, ClientID: clientID, ClientSecret: oidcop.ClientSecret,
-			Scopes: []string{"openid", "email", "profile"}, SessionRefresh: 3 * time.Second}},
+			Scopes: []string{"openid", "email", "profile"}, SessionRefresh: 3 * time.Second},
+			// A second provider (the same Hydra, another registration):
+			// several at once, each with its button and its identities.
+			{Name: "second", DisplayName: "Second IdP", Issuer: op.Issuer, ClientID: "sovereign-second", ClientSecret: oidcop.ClientSecret}},
 		GroupRules: []auth.GroupRule{{Group: "ml-research", Team: "research", Role: auth.RoleDeveloper},
 			{Group: "ml-leads", Team: "research", Role: auth.RoleOwner}, {Group: "platform", InstanceAdmin: true}},
 	})
 	if err := op.Client(clientID, []string{e.url + "/console/sso/test/callback"}, []string{e.url + "/console/signin?notice=Signed+out."}); err != nil {
+		t.Fatal(err)
+	}
+	if err := op.Client("sovereign-second", []string{e.url + "/console/sso/second/callback"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	op.SetPerson("grace", oidcop.Person{Password: "grace-at-the-idp", Email: "Grace@Example.com", Name: "Grace Hopper", Groups: []string{"ml-research", "unrelated"}})
@@ -99,7 +110,7 @@ func TestSingleSignOn(t *testing.T) {
 	// password form (console_password_signin: auto).
 	b := newSSOBrowser(t)
 	_, page, _ := b.get(e.url + "/console/signin")
-	if !strings.Contains(page, "Sign in with Test IdP") || strings.Contains(page, `name="password"`) {
+	if !strings.Contains(page, "Sign in with Test IdP") || !strings.Contains(page, "Sign in with Second IdP") || strings.Contains(page, `name="password"`) {
 		t.Fatalf("sign-in page:\n%s", page)
 	}
 
@@ -164,6 +175,17 @@ func TestSingleSignOn(t *testing.T) {
 	}
 	if res, err := noRedirect.Get(e.url + "/console/keys"); err != nil || res.StatusCode != http.StatusSeeOther {
 		t.Fatalf("after sign-out: %v %v", res, err)
+	}
+
+	// The second provider knows the same person (another subject there):
+	// the address links them to the same user.
+	b3 := newSSOBrowser(t)
+	st, body, at = b3.signInWithProvider(e.url, "second", "grace", "grace-at-the-idp")
+	if st != 200 || at.Path != "/console/keys" || !strings.Contains(body, "Grace Hopper") {
+		t.Fatalf("through the second provider: %d at %s\n%s", st, at, body)
+	}
+	if _, all := e.api(e.admin, "GET", "/v1/users", nil); len(all["data"].([]any)) != 1 {
+		t.Errorf("the second provider made another user: %v", all)
 	}
 
 	// An unverified address does not take over an account someone made.
