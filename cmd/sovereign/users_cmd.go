@@ -24,7 +24,7 @@ const usersUsage = `usage:
 
 People who sign in to the web console (docs/users.md). TEAM is a team id or
 name (a new name creates the team; default "default"); ROLE is viewer,
-developer, admin or owner (default developer). --instance-admin gives the
+developer, admin or owner (default developer; owner with --instance-admin). --instance-admin gives the
 admin scope over every team. Without --password-stdin a password is made up
 and printed once. The database comes from SOVEREIGN_DATABASE_URL /
 SOVEREIGN_DATA_DIR / --config, as for ` + "`sovereign serve`" + `, or --database-url.
@@ -86,6 +86,9 @@ func usersCommand(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	}
 	switch sub {
 	case "create":
+		if *instanceAdmin && !fsSet(fs, "role") {
+			*role = string(auth.RoleOwner) // the deployment's administrator owns its first team
+		}
 		r, err := auth.ParseRole("role", *role)
 		if err != nil {
 			return err
