@@ -24,6 +24,8 @@ type usageRow struct {
 	PromptTokens     float64 `json:"prompt_tokens"`
 	CompletionTokens float64 `json:"completion_tokens"`
 	TotalTokens      float64 `json:"total_tokens"`
+	// Name is the group's name where it is an id with one (a key's).
+	Name string `json:"-"`
 }
 
 // bar is one day of the chart, its geometry computed here (the CSP allows
@@ -135,7 +137,9 @@ func usagePage(c *Console, q *req) error {
 	for _, r := range d.ByModel {
 		d.MaxModel = max(d.MaxModel, r.TotalTokens)
 	}
-	for _, r := range d.ByKey {
+	keyNames := c.names(q, "keys")
+	for i, r := range d.ByKey {
+		d.ByKey[i].Name = keyNames[r.Group]
 		d.MaxKey = max(d.MaxKey, r.TotalTokens)
 	}
 	sortRows(d.ByModel)
