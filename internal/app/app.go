@@ -37,6 +37,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/metrics"
 	"github.com/sovereign-ai/sovereign/internal/models"
 	"github.com/sovereign-ai/sovereign/internal/oidc"
+	"github.com/sovereign-ai/sovereign/internal/samlsso"
 	"github.com/sovereign-ai/sovereign/internal/outbound"
 	"github.com/sovereign-ai/sovereign/internal/policy"
 	"github.com/sovereign-ai/sovereign/internal/records"
@@ -428,8 +429,16 @@ func (a *App) newConsole(ctx context.Context, cfg config.Config, log *slog.Logge
 		// perimeter is the usual case).
 		providers = append(providers, oidc.New(pc, &http.Client{Timeout: 15 * time.Second}))
 	}
+	var samlProviders []*samlsso.Provider
+	for _, pc := range cfg.SAML {
+		p, err := samlsso.New(pc, &http.Client{Timeout: 15 * time.Second})
+		if err != nil {
+			return fmt.Errorf("console: %w", err)
+		}
+		samlProviders = append(samlProviders, p)
+	}
 	c, err := console.New(console.Config{API: a.API, Keys: a.Keys, Sessions: m, Log: log, Users: a.Keys, KeySignIn: keySignIn,
-		Passwords: cfg.PasswordSignIn(), Providers: providers, GroupRules: cfg.GroupRules, Invites: a.Keys})
+		Passwords: cfg.PasswordSignIn(), Providers: providers, SAMLProviders: samlProviders, GroupRules: cfg.GroupRules, Invites: a.Keys})
 	if err != nil {
 		return fmt.Errorf("console: %w", err)
 	}

@@ -635,6 +635,9 @@ type ExternalIdentity struct {
 	EmailVerified *bool
 	Name          string
 	Groups        []string
+	// Source is what the memberships the provider's groups make are
+	// marked with (default "oidc:<Provider>").
+	Source string
 }
 
 // SignInExternal signs in a person a single sign-on provider vouches for:
@@ -689,7 +692,11 @@ func (s *Service) SignInExternal(ctx context.Context, id ExternalIdentity, rules
 	if err := us.UpdateUser(ctx, u.ID, up); err != nil {
 		return User{}, worded(err, ErrConflict, "another user has the e-mail address %q", email)
 	}
-	if _, err := s.SyncGroups(ctx, u.ID, "oidc:"+id.Provider, id.Groups, rules); err != nil {
+	source := id.Source
+	if source == "" {
+		source = "oidc:" + id.Provider
+	}
+	if _, err := s.SyncGroups(ctx, u.ID, source, id.Groups, rules); err != nil {
 		return User{}, err
 	}
 	return s.GetUser(ctx, u.ID)

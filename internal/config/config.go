@@ -23,6 +23,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/catalog"
 	"github.com/sovereign-ai/sovereign/internal/limits"
 	"github.com/sovereign-ai/sovereign/internal/oidc"
+	"github.com/sovereign-ai/sovereign/internal/samlsso"
 )
 
 // Config is the server configuration.
@@ -120,6 +121,8 @@ type Config struct {
 	ConsolePasswordSignIn string `yaml:"console_password_signin"`
 	// OIDC lists the single sign-on providers (YAML only; docs/users.md).
 	OIDC []oidc.ProviderConfig `yaml:"oidc"`
+	// SAML lists the SAML 2.0 identity providers (YAML only).
+	SAML []samlsso.ProviderConfig `yaml:"saml"`
 	// Limits are rate limits and quotas per key, team or model (YAML
 	// only; the admin API can override them; see docs/limits.md).
 	Limits []limits.Rule `yaml:"limits"`
@@ -169,7 +172,7 @@ var settings = []setting{
 	{"WebhookRetryWindow", "webhook_retry_window", "SOVEREIGN_WEBHOOK_RETRY_WINDOW", "24h", "how long a webhook delivery is retried, with exponential backoff, before it fails"},
 	{"ConsoleSessionIdle", "console_session_idle", "SOVEREIGN_CONSOLE_SESSION_IDLE", "12h", "how long an unused web console session (/console) lasts before signing in again"},
 	{"ConsoleKeySignIn", "console_key_signin", "SOVEREIGN_CONSOLE_KEY_SIGNIN", "false", "let an API key with the console or admin scope sign in to the console (break-glass; logged)"},
-	{"ConsolePasswordSignIn", "console_password_signin", "SOVEREIGN_CONSOLE_PASSWORD_SIGNIN", "auto", "password sign-in to the console: auto (on unless single sign-on providers are configured), true or false"},
+	{"ConsolePasswordSignIn", "console_password_signin", "SOVEREIGN_CONSOLE_PASSWORD_SIGNIN", "auto", "password sign-in to the console: auto (on unless single sign-on providers, OIDC or SAML, are configured), true or false"},
 	{"InstanceID", "instance_id", "SOVEREIGN_INSTANCE_ID", "", "this server's name among those sharing a PostgreSQL database, stable across restarts (default: host name and listen port)"},
 	{"MigrateOnStart", "migrate_on_start", "SOVEREIGN_MIGRATE_ON_START", "true", "apply pending database migrations at start (false, or --no-migrate: leave them to `sovereign migrate` and refuse to start on a schema behind this release; docs/upgrading.md)"},
 	{"AbstainText", "abstain_text", "SOVEREIGN_ABSTAIN_TEXT", "The sources do not say.", "the answer with citations when no source supports one (docs/sources.md)"},
@@ -306,6 +309,15 @@ func (c Config) Validate() error {
 		}
 		seen[c.OIDC[i].Name] = true
 	}
+	for i := range c.SAML {
+		if err := c.SAML[i].Check(); err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
+		if seen[c.SAML[i].Name] {
+			return fmt.Errorf("config: sign-in provider %q is listed twice", c.SAML[i].Name)
+		}
+		seen[c.SAML[i].Name] = true
+	}
 	if c.RecordsSpoolBytes < 0 {
 		return errors.New("config: records_spool_bytes must not be negative")
 	}
@@ -370,5 +382,5 @@ func (c Config) PasswordSignIn() bool {
 	case "false":
 		return false
 	}
-	return len(c.OIDC) == 0
+	return len(c.OIDC) == 0 && len(c.SAML) == 0
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/sovereign-ai/sovereign/internal/console/session"
 	"github.com/sovereign-ai/sovereign/internal/httpapi"
 	"github.com/sovereign-ai/sovereign/internal/oidc"
+	"github.com/sovereign-ai/sovereign/internal/samlsso"
 )
 
 //go:embed templates/*.html
@@ -83,8 +84,9 @@ type Config struct {
 	Passwords bool
 	// Providers are the single sign-on providers, and GroupRules what
 	// their groups make of people.
-	Providers  []*oidc.Provider
-	GroupRules []auth.GroupRule
+	Providers     []*oidc.Provider
+	SAMLProviders []*samlsso.Provider
+	GroupRules    []auth.GroupRule
 	// Invites turns invitation links into accounts (nil: none).
 	Invites Invitations
 }
@@ -193,6 +195,9 @@ func (c *Console) routes() {
 	m.Handle("POST "+Prefix+"/security", c.auth(securityAction))
 	m.HandleFunc("GET "+Prefix+"/invite/{token}", c.invitePage)
 	m.HandleFunc("POST "+Prefix+"/invite/{token}", c.acceptInvite)
+	m.HandleFunc("GET "+samlPath+"{name}", c.samlStart)
+	m.HandleFunc("POST "+samlPath+"{name}/acs", c.samlACS)
+	m.HandleFunc("GET "+samlPath+"{name}/metadata", c.samlMetadata)
 	m.HandleFunc("GET "+ssoPath+"{name}", c.ssoStart)
 	m.HandleFunc("GET "+ssoPath+"{name}/callback", c.ssoCallback)
 	m.Handle("POST "+Prefix+"/signout", c.auth(signout))

@@ -56,6 +56,10 @@ func (c *Console) signinData(r *http.Request) signinData {
 		d.Providers = append(d.Providers, providerLink{Name: p.Config.Name, DisplayName: p.Config.DisplayName,
 			URL: ssoPath + p.Config.Name + "?next=" + url.QueryEscape(d.Next)})
 	}
+	for _, p := range c.cfg.SAMLProviders {
+		d.Providers = append(d.Providers, providerLink{Name: p.Config.Name, DisplayName: p.Config.DisplayName,
+			URL: samlPath + p.Config.Name + "?next=" + url.QueryEscape(d.Next)})
+	}
 	return d
 }
 

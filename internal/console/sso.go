@@ -97,16 +97,22 @@ func (c *Console) ssoCallback(w http.ResponseWriter, r *http.Request) {
 		c.signinForm(w, r, http.StatusBadGateway, "Signing in with "+p.Config.DisplayName+" failed; try again, or ask an administrator.")
 		return
 	}
-	u, err := c.cfg.Users.SignInExternal(r.Context(), res.Identity, c.cfg.GroupRules)
+	c.finishExternal(w, r, res.Identity, p.Config.DisplayName, session.Options{SSO: p.Config.Name, IDToken: res.IDToken, Within: p.Config.SessionRefresh}, pd.Next)
+}
+
+// finishExternal signs in a person an identity provider (OpenID Connect
+// or SAML) vouched for, and moves on to next.
+func (c *Console) finishExternal(w http.ResponseWriter, r *http.Request, id auth.ExternalIdentity, provider string, o session.Options, next string) {
+	u, err := c.cfg.Users.SignInExternal(r.Context(), id, c.cfg.GroupRules)
 	if err == nil {
-		err = c.startSession(w, r, u, "", session.Options{SSO: p.Config.Name, IDToken: res.IDToken, Within: p.Config.SessionRefresh})
+		err = c.startSession(w, r, u, "", o)
 	}
 	switch {
 	case errors.Is(err, auth.ErrSignIn):
 		c.signinForm(w, r, http.StatusForbidden, "Your account is deactivated; ask an administrator.")
 		return
 	case errors.Is(err, errNoTeam):
-		c.signinForm(w, r, http.StatusForbidden, "You signed in as "+res.Identity.Email+", but none of your groups gives you a team here; ask an administrator.")
+		c.signinForm(w, r, http.StatusForbidden, "You signed in as "+id.Email+", but none of your groups gives you a team here; ask an administrator.")
 		return
 	case err != nil:
 		var ae *apierr.Error
@@ -117,11 +123,11 @@ func (c *Console) ssoCallback(w http.ResponseWriter, r *http.Request) {
 		c.signinFailed(w, r, err, "sign you in")
 		return
 	}
-	c.cfg.Log.Info("console: signed in", "user", u.ID, "provider", p.Config.Name, "client_ip", clientIP(r))
+	c.cfg.Log.Info("console: signed in", "user", u.ID, "provider", provider, "client_ip", clientIP(r))
 	// A page that moves on by itself rather than a redirect: the session
 	// cookie is SameSite=Strict, and a browser withholds it from the rest
 	// of a redirect chain that a cross-site page (the provider's) began.
-	c.render(w, http.StatusOK, "moving", page{Title: "Signed in", Data: safeNext(pd.Next)})
+	c.render(w, http.StatusOK, "moving", page{Title: "Signed in", Data: safeNext(next)})
 }
 
 // ssoLogout is where sign-out sends a single sign-on session: the
