@@ -48,12 +48,10 @@ func (c *Console) inviteForm(w http.ResponseWriter, r *http.Request, status int,
 		c.inviteError(w, err)
 		return
 	}
-	tok, err := randomToken()
-	if err != nil {
-		http.Error(w, "no randomness", http.StatusInternalServerError)
+	tok, ok := c.preToken(w, r)
+	if !ok {
 		return
 	}
-	c.setCookie(w, r, preCookie, tok, 600)
 	d := inviteData{Token: token, Email: inv.Email, Team: team.Name, Role: string(inv.Role), Passwords: c.cfg.Passwords,
 		Providers: c.signinData(r).Providers}
 	if u, err := c.cfg.Invites.UserByEmail(r.Context(), inv.Email); err == nil && u.ID != "" {

@@ -40,12 +40,10 @@ func (c *Console) signinPage(w http.ResponseWriter, r *http.Request) {
 
 func (c *Console) signinForm(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	w.Header().Set("Cache-Control", "no-store")
-	tok, err := randomToken()
-	if err != nil {
-		http.Error(w, "no randomness", http.StatusInternalServerError)
+	tok, ok := c.preToken(w, r)
+	if !ok {
 		return
 	}
-	c.setCookie(w, r, preCookie, tok, 600)
 	c.render(w, status, "signin", page{Title: "Sign in", CSRF: tok, Error: msg, Notice: r.URL.Query().Get("notice"),
 		Data: c.signinData(r)})
 }

@@ -246,6 +246,18 @@ func (a *attempts) allow(ip string, now time.Time) bool {
 	return w.n <= signinPerIP
 }
 
+// preToken starts a form shown before a session exists: a fresh
+// double-submit token, in a 10-minute cookie and for the form's field.
+func (c *Console) preToken(w http.ResponseWriter, r *http.Request) (string, bool) {
+	tok, err := randomToken()
+	if err != nil {
+		http.Error(w, "no randomness", http.StatusInternalServerError)
+		return "", false
+	}
+	c.setCookie(w, r, preCookie, tok, 600)
+	return tok, true
+}
+
 // preCSRF checks a form posted before a session exists (sign-in, its code,
 // an invitation): the double-submit token of the page's cookie, and the
 // origin. It answers the refusal itself.

@@ -1,8 +1,6 @@
 package console
 
 import (
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"net/http"
 
@@ -54,13 +52,7 @@ func (c *Console) samlStart(w http.ResponseWriter, r *http.Request) {
 		c.signinForm(w, r, http.StatusBadGateway, "The sign-in provider "+p.Config.DisplayName+" cannot be reached; try again, or ask an administrator.")
 		return
 	}
-	b, _ := json.Marshal(pd)
-	ck := &http.Cookie{Name: samlCookie, Value: base64.RawURLEncoding.EncodeToString(b), Path: samlPath, HttpOnly: true,
-		SameSite: http.SameSiteLaxMode, MaxAge: 600}
-	if r.TLS != nil {
-		ck.SameSite, ck.Secure = http.SameSiteNoneMode, true
-	}
-	http.SetCookie(w, ck)
+	setPending(w, r, samlCookie, samlPath, pd, http.SameSiteNoneMode)
 	http.Redirect(w, r, to, http.StatusFound)
 }
 
@@ -73,12 +65,7 @@ func (c *Console) samlACS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var pd samlsso.Pending
-	if ck, err := r.Cookie(samlCookie); err == nil {
-		if b, err := base64.RawURLEncoding.DecodeString(ck.Value); err == nil {
-			_ = json.Unmarshal(b, &pd)
-		}
-	}
-	http.SetCookie(w, &http.Cookie{Name: samlCookie, Value: "", Path: samlPath, HttpOnly: true, MaxAge: -1, Secure: r.TLS != nil})
+	takePending(w, r, samlCookie, samlPath, &pd)
 	r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
 	// crewjam/saml reads the response from the parsed form.
 	if err := r.ParseForm(); err != nil {

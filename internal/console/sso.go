@@ -60,9 +60,7 @@ func (c *Console) ssoStart(w http.ResponseWriter, r *http.Request) {
 		c.signinForm(w, r, http.StatusBadGateway, "The sign-in provider "+p.Config.DisplayName+" cannot be reached; try again, or ask an administrator.")
 		return
 	}
-	b, _ := json.Marshal(pd)
-	http.SetCookie(w, &http.Cookie{Name: ssoCookie, Value: base64.RawURLEncoding.EncodeToString(b), Path: ssoPath, HttpOnly: true,
-		SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil, MaxAge: 600})
+	setPending(w, r, ssoCookie, ssoPath, pd, http.SameSiteLaxMode)
 	http.Redirect(w, r, to, http.StatusFound)
 }
 
@@ -75,12 +73,7 @@ func (c *Console) ssoCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var pd oidc.Pending
-	if ck, err := r.Cookie(ssoCookie); err == nil {
-		if b, err := base64.RawURLEncoding.DecodeString(ck.Value); err == nil {
-			_ = json.Unmarshal(b, &pd)
-		}
-	}
-	http.SetCookie(w, &http.Cookie{Name: ssoCookie, Value: "", Path: ssoPath, HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil, MaxAge: -1})
+	takePending(w, r, ssoCookie, ssoPath, &pd)
 	q := r.URL.Query()
 	if e := q.Get("error"); e != "" {
 		c.cfg.Log.Info("console: single sign-on refused by the provider", "provider", p.Config.Name, "error", e, "description", q.Get("error_description"))
@@ -144,4 +137,28 @@ func (c *Console) ssoLogout(r *http.Request, s session.Session) string {
 	}
 	after := scheme + "://" + r.Host + Prefix + "/signin?notice=" + url.QueryEscape("Signed out.")
 	return p.LogoutURL(r.Context(), s.IDToken, after)
+}
+
+// setPending keeps v (a sign-in's state on its way to the provider and
+// back) in a 10-minute cookie of path: nothing secret beyond this one
+// sign-in, so no server-side row.
+func setPending(w http.ResponseWriter, r *http.Request, name, path string, v any, site http.SameSite) {
+	b, _ := json.Marshal(v)
+	ck := &http.Cookie{Name: name, Value: base64.RawURLEncoding.EncodeToString(b), Path: path, HttpOnly: true,
+		SameSite: site, Secure: r.TLS != nil, MaxAge: 600}
+	if site == http.SameSiteNoneMode && r.TLS == nil {
+		ck.SameSite = http.SameSiteLaxMode // None needs Secure
+	}
+	http.SetCookie(w, ck)
+}
+
+// takePending reads a pending cookie into v (left zero when absent or
+// garbled) and clears it: a sign-in's state is used once.
+func takePending(w http.ResponseWriter, r *http.Request, name, path string, v any) {
+	if ck, err := r.Cookie(name); err == nil {
+		if b, err := base64.RawURLEncoding.DecodeString(ck.Value); err == nil {
+			_ = json.Unmarshal(b, v)
+		}
+	}
+	http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: path, HttpOnly: true, Secure: r.TLS != nil, MaxAge: -1})
 }

@@ -18,12 +18,10 @@ type codeData struct{ Next string }
 // codeForm asks for the one-time code of a password sign-in.
 func (c *Console) codeForm(w http.ResponseWriter, r *http.Request, status int, msg, next string) {
 	w.Header().Set("Cache-Control", "no-store")
-	tok, err := randomToken()
-	if err != nil {
-		http.Error(w, "no randomness", http.StatusInternalServerError)
+	tok, ok := c.preToken(w, r)
+	if !ok {
 		return
 	}
-	c.setCookie(w, r, preCookie, tok, 600)
 	c.render(w, status, "code", page{Title: "Sign in: code", CSRF: tok, Error: msg, Data: codeData{Next: safeNext(next)}})
 }
 
