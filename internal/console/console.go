@@ -12,6 +12,7 @@
 package console
 
 import (
+	"fmt"
 	"context"
 	"crypto/rand"
 	"embed"
@@ -502,6 +503,8 @@ var funcs = template.FuncMap{
 	"list":   func(v ...string) []string { return v },
 	"count":  count,
 	"named":  named,
+	"label":  label,
+	"size":   size,
 	"bar":    barWidth,
 	"has1":   func(list []string, v string) bool { return slices.Contains(list, v) },
 	"defform": func(csrf, action string, form workflowForm, refused any, button string) definitionForm {
@@ -556,4 +559,48 @@ func count(n int64) string {
 		return s[:len(s)-3] + "," + s[len(s)-3:]
 	}
 	return strconv.FormatInt(n, 10)
+}
+
+// label writes a field's name for people: "tokens_per_second" is
+// "Tokens per second", "ttft_ms" "TTFT".
+func label(field string) string {
+	f := strings.TrimSuffix(field, "_ms")
+	words := strings.Split(f, "_")
+	for i, w := range words {
+		switch w {
+		case "ttft", "tpot", "kv", "id", "p50", "p95", "p99":
+			words[i] = strings.ToUpper(w)
+		case "tps":
+			words[i] = "tokens/s"
+		}
+	}
+	s := strings.Join(words, " ")
+	if s == "" {
+		return field
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// size writes a number of bytes for people: 380 MB, 1.2 GB.
+func size(v any) string {
+	var n float64
+	switch x := v.(type) {
+	case int64:
+		n = float64(x)
+	case int:
+		n = float64(x)
+	case float64:
+		n = x
+	default:
+		return fmt.Sprint(v)
+	}
+	switch {
+	case n >= 1e9:
+		return strconv.FormatFloat(n/1e9, 'f', 1, 64) + " GB"
+	case n >= 1e6:
+		return strconv.FormatFloat(n/1e6, 'f', 0, 64) + " MB"
+	case n >= 1e3:
+		return strconv.FormatFloat(n/1e3, 'f', 0, 64) + " kB"
+	}
+	return strconv.FormatFloat(n, 'f', 0, 64) + " bytes"
 }

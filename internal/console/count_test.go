@@ -17,3 +17,16 @@ func TestDuration(t *testing.T) {
 		}
 	}
 }
+
+func TestLabelAndSize(t *testing.T) {
+	for in, want := range map[string]string{"tokens_per_second": "Tokens per second", "ttft_ms": "TTFT", "queue_wait_ms": "Queue wait", "requests": "Requests"} {
+		if got := label(in); got != want {
+			t.Errorf("label(%q) = %q, want %q", in, got, want)
+		}
+	}
+	for in, want := range map[int64]string{512: "512 bytes", 380_000_000: "380 MB", 1_234_000_000: "1.2 GB"} {
+		if got := size(in); got != want {
+			t.Errorf("size(%d) = %q, want %q", in, got, want)
+		}
+	}
+}

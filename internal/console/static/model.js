@@ -8,8 +8,24 @@ const live = document.getElementById("model-live");
 const id = stats.dataset.model;
 const EVERY = 3000;
 
+// label and text write a figure as the page's server does (console.go's
+// label, more.go's cell): words for names, durations for milliseconds.
+function label(k) {
+  const words = k.replace(/_ms$/, "").split("_").map((w) => (["ttft", "tpot", "kv", "id", "p50", "p95", "p99"].includes(w) ? w.toUpperCase() : w === "tps" ? "tokens/s" : w));
+  const s = words.join(" ");
+  return s ? s[0].toUpperCase() + s.slice(1) : k;
+}
+
+function duration(ms) {
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 60000) return `${(ms / 1000).toFixed(1)} s`;
+  const s = Math.floor(ms / 1000);
+  return `${Math.floor(s / 60)} min ${s % 60} s`;
+}
+
 function text(k, v) {
   if (v === null || v === undefined || v === "") return "—";
+  if (typeof v === "number" && k.endsWith("_ms")) return duration(v);
   if (typeof v === "number" && (k.endsWith("_at") || k === "created")) {
     return v === 0 ? "—" : new Date(v * 1000).toISOString().replace("T", " ").slice(0, 19) + " UTC";
   }
@@ -25,7 +41,7 @@ function draw(m) {
   const keys = Object.keys(m.stats || {}).sort();
   for (const k of keys) {
     const dt = document.createElement("dt");
-    dt.textContent = k;
+    dt.textContent = label(k);
     const dd = document.createElement("dd");
     dd.textContent = text(k, m.stats[k]);
     rows.push(dt, dd);
