@@ -12,13 +12,13 @@
 package console
 
 import (
-	"fmt"
 	"context"
 	"crypto/rand"
 	"embed"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html/template"
 	"io/fs"
 	"log/slog"
