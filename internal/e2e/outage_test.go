@@ -224,7 +224,11 @@ func consoleSignIn(t *testing.T, r *replica, key string) *http.Client {
 	if m == nil {
 		t.Fatalf("no csrf_token on the sign-in page:\n%s", page)
 	}
-	resp, err = c.PostForm(r.base+"/console/signin", url.Values{"csrf_token": {string(m[1])}, "api_key": {key}, "next": {"/console/"}})
+	// A person signs in (the key sign-in is a break-glass, off by
+	// default): an instance administrator made with the admin key.
+	email := fmt.Sprintf("operator-%d@example.com", time.Now().UnixNano())
+	r.must(key, "POST", "/v1/users", map[string]any{"email": email, "password": "the operator's password", "instance_admin": true}, 201)
+	resp, err = c.PostForm(r.base+"/console/signin", url.Values{"csrf_token": {string(m[1])}, "email": {email}, "password": {"the operator's password"}, "next": {"/console/"}})
 	if err != nil {
 		t.Fatal(err)
 	}
