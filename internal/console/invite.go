@@ -36,7 +36,10 @@ func (c *Console) invitePage(w http.ResponseWriter, r *http.Request) {
 
 func (c *Console) inviteForm(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Referrer-Policy", "no-referrer") // the token is in the path
+	// The token is in the path: no Referer leaves the console with it.
+	// (same-origin, not no-referrer: with no-referrer, browsers send
+	// "Origin: null" on the form's POST, which the CSRF check refuses.)
+	w.Header().Set("Referrer-Policy", "same-origin")
 	token := r.PathValue("token")
 	inv, err := c.cfg.Invites.Invitation(r.Context(), token)
 	if err != nil {

@@ -233,7 +233,7 @@ func TestInvitation(t *testing.T) {
 	link, _ := url.Parse(inv["url"].(string))
 	b := e.browser()
 	page := b.get(link.Path)
-	if page.status != 200 || !strings.Contains(page.body, "research") || !strings.Contains(page.body, "viewer") || page.header.Get("Referrer-Policy") != "no-referrer" {
+	if page.status != 200 || !strings.Contains(page.body, "research") || !strings.Contains(page.body, "viewer") || page.header.Get("Referrer-Policy") != "same-origin" {
 		t.Fatalf("invitation page: %d\n%s", page.status, page.body)
 	}
 	csrf := csrfOf(t, page.body)

@@ -162,7 +162,9 @@ test("an invitation link: join the team with a password, at phone width too", as
     await p.getByLabel("Choose a password").fill("an invited person's password");
     await p.getByLabel("The password again").fill("an invited person's password");
     await p.getByRole("button", { name: "Accept the invitation" }).click();
-    await p.waitForURL(/\/console\/$/);
+    await p.waitForURL(/\/console\/$/).catch(async (e) => {
+      throw new Error(`accepting ended at ${p.url()}: ${(await p.content()).slice(0, 3000)}`, { cause: e });
+    });
     await p.getByRole("heading", { name: "Your teams" }).waitFor();
     await check("phone-invited-overview", p);
   } finally {
