@@ -28,19 +28,10 @@ as for ` + "`sovereign serve`" + `, or --database-url.
 
 // keysCommand implements `sovereign keys …` directly on the database.
 func keysCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(stderr, keysUsage)
-		if len(args) == 0 {
-			return errors.New("keys: missing subcommand (create, list, revoke, rotate)")
-		}
-		return nil
+	sub, rest, fs, dbf, err := onDatabase("keys", keysUsage, "create, list, revoke, rotate", args, stderr)
+	if sub == "" {
+		return err
 	}
-	sub, rest := args[0], args[1:]
-	fs := flag.NewFlagSet("sovereign keys "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, keysUsage) }
-	dbURL := fs.String("database-url", "", "database URL (default from the server configuration)")
-	configPath := fs.String("config", os.Getenv("SOVEREIGN_CONFIG"), "YAML configuration file")
 	name := fs.String("name", "", "key name")
 	team := fs.String("team", auth.BootstrapTeam, "team id or name")
 	scopes := fs.String("scopes", "inference,models:read", "comma-separated scopes")
@@ -50,7 +41,7 @@ func keysCommand(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return helpOK(err)
 	}
-	cfg, err := loadConfig(*configPath, *dbURL, stderr)
+	cfg, err := loadConfig(*dbf.config, *dbf.url, stderr)
 	if err != nil {
 		return err
 	}
@@ -179,4 +170,28 @@ func timeOrDash(t *time.Time) string {
 		return "-"
 	}
 	return t.Format(time.RFC3339)
+}
+
+// dbFlags are the flags every command that works directly on the
+// database has: where the database is.
+type dbFlags struct{ url, config *string }
+
+// onDatabase starts `sovereign NAME SUB …` for a command working directly
+// on the database: help (sub is "" with what to return), or the
+// subcommand, its arguments, and a flag set with the database flags on,
+// for the subcommand's own flags.
+func onDatabase(name, usage, subs string, args []string, stderr io.Writer) (sub string, rest []string, fs *flag.FlagSet, db dbFlags, err error) {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(stderr, usage)
+		if len(args) == 0 {
+			err = fmt.Errorf("%s: missing subcommand (%s)", name, subs)
+		}
+		return "", nil, nil, db, err
+	}
+	fs = flag.NewFlagSet("sovereign "+name+" "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	db.url = fs.String("database-url", "", "database URL (default from the server configuration)")
+	db.config = fs.String("config", os.Getenv("SOVEREIGN_CONFIG"), "YAML configuration file")
+	return args[0], args[1:], fs, db, nil
 }

@@ -5,10 +5,8 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -32,19 +30,10 @@ SOVEREIGN_DATA_DIR / --config, as for ` + "`sovereign serve`" + `, or --database
 
 // usersCommand implements `sovereign users …` directly on the database.
 func usersCommand(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(stderr, usersUsage)
-		if len(args) == 0 {
-			return errors.New("users: missing subcommand (create, list, password, deactivate, activate)")
-		}
-		return nil
+	sub, rest, fs, dbf, err := onDatabase("users", usersUsage, "create, list, password, deactivate, activate", args, stderr)
+	if sub == "" {
+		return err
 	}
-	sub, rest := args[0], args[1:]
-	fs := flag.NewFlagSet("sovereign users "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprint(stderr, usersUsage) }
-	dbURL := fs.String("database-url", "", "database URL (default from the server configuration)")
-	configPath := fs.String("config", os.Getenv("SOVEREIGN_CONFIG"), "YAML configuration file")
 	email := fs.String("email", "", "e-mail address (create)")
 	name := fs.String("name", "", "display name (create)")
 	team := fs.String("team", auth.BootstrapTeam, "team id or name")
@@ -55,7 +44,7 @@ func usersCommand(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	if err != nil {
 		return helpOK(err)
 	}
-	cfg, err := loadConfig(*configPath, *dbURL, stderr)
+	cfg, err := loadConfig(*dbf.config, *dbf.url, stderr)
 	if err != nil {
 		return err
 	}

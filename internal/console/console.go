@@ -306,6 +306,15 @@ func (c *Console) auth(h handler) http.Handler {
 			}
 		}
 		q := &req{w: w, r: r, sess: s, key: key}
+		// Who is signed in is for the page's header: the pass-through to
+		// the API (the playground's streams, a model page's polling) has
+		// no page, and skips the three reads.
+		if strings.HasPrefix(r.URL.Path, Prefix+"/api/") {
+			if err := h(c, q); err != nil {
+				c.fail(q, err)
+			}
+			return
+		}
 		if q.person, err = c.personOf(r.Context(), key); err != nil {
 			if status, msg, ok := unavailable(w, err); ok {
 				c.render(w, status, "error", page{Title: "Unavailable", Error: msg})

@@ -71,40 +71,15 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case res == "users" && id == ".search", res == "groups" && id == ".search", res == "bulk", res == "me", res == ".search":
 		h.fail(w, r, key.ID, errorf(http.StatusNotImplemented, "", "%s is not supported (docs/scim.md)", r.URL.Path))
 	case res == "users" && id == "":
-		switch r.Method {
-		case http.MethodGet:
-			start, count, err := paging(r)
-			if err != nil {
-				h.fail(w, r, key.ID, err)
-				return
-			}
-			users, total, err := h.Service.ListUsers(ctx, r.URL.Query().Get("filter"), start, count)
-			if err != nil {
-				h.fail(w, r, key.ID, err)
-				return
-			}
-			items := make([]any, len(users))
-			for i, u := range users {
-				items[i] = userResource(u, base)
-			}
-			write(w, http.StatusOK, list(total, start, items))
-		case http.MethodPost:
-			var m map[string]any
-			if err := h.body(w, r, &m); err != nil {
-				h.fail(w, r, key.ID, err)
-				return
-			}
-			u, err := h.Service.CreateUser(ctx, m)
-			if err != nil {
-				h.fail(w, r, key.ID, err)
-				return
-			}
-			h.done(r, key.ID, u.ID, http.StatusCreated)
-			w.Header().Set("Location", base+"/Users/"+u.ID)
-			write(w, http.StatusCreated, userResource(u, base))
-		default:
-			h.notAllowed(w, r, key.ID, http.MethodGet, http.MethodPost)
-		}
+		serveCollection(h, w, r, key.ID, collectionOps[UserView]{
+			list: func(filter string, start, count int) ([]UserView, int, error) {
+				return h.Service.ListUsers(ctx, filter, start, count)
+			},
+			create:   func(m map[string]any) (UserView, error) { return h.Service.CreateUser(ctx, m) },
+			id:       func(u UserView) string { return u.ID },
+			location: base + "/Users/",
+			render:   func(u UserView, _ bool) any { return userResource(u, base) },
+		})
 	case res == "users":
 		serveOne(h, w, r, key.ID, id, resourceOps[UserView]{
 			get:    func() (UserView, error) { return h.Service.GetUser(ctx, id) },
@@ -114,41 +89,18 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			render: func(u UserView) any { return userResource(u, base) },
 		})
 	case res == "groups" && id == "":
-		switch r.Method {
-		case http.MethodGet:
-			start, count, err := paging(r)
-			if err != nil {
-				h.fail(w, r, key.ID, err)
-				return
-			}
-			withMembers := !excluded(r, "members")
-			groups, total, err := h.Service.ListGroups(ctx, r.URL.Query().Get("filter"), start, count, withMembers)
-			if err != nil {
-				h.fail(w, r, key.ID, err)
-				return
-			}
-			items := make([]any, len(groups))
-			for i, g := range groups {
-				items[i] = groupResource(g, base, withMembers)
-			}
-			write(w, http.StatusOK, list(total, start, items))
-		case http.MethodPost:
-			var m map[string]any
-			if err := h.body(w, r, &m); err != nil {
-				h.fail(w, r, key.ID, err)
-				return
-			}
-			g, err := h.Service.CreateGroup(ctx, m)
-			if err != nil {
-				h.fail(w, r, key.ID, err)
-				return
-			}
-			h.done(r, key.ID, g.ID, http.StatusCreated)
-			w.Header().Set("Location", base+"/Groups/"+g.ID)
-			write(w, http.StatusCreated, groupResource(g, base, true))
-		default:
-			h.notAllowed(w, r, key.ID, http.MethodGet, http.MethodPost)
-		}
+		withMembers := !excluded(r, "members")
+		serveCollection(h, w, r, key.ID, collectionOps[GroupView]{
+			list: func(filter string, start, count int) ([]GroupView, int, error) {
+				return h.Service.ListGroups(ctx, filter, start, count, withMembers)
+			},
+			create:   func(m map[string]any) (GroupView, error) { return h.Service.CreateGroup(ctx, m) },
+			id:       func(g GroupView) string { return g.ID },
+			location: base + "/Groups/",
+			// A created group is shown whole; a list without members
+			// where excludedAttributes=members asks so.
+			render: func(g GroupView, created bool) any { return groupResource(g, base, created || withMembers) },
+		})
 	case res == "groups":
 		withMembers := !excluded(r, "members")
 		serveOne(h, w, r, key.ID, id, resourceOps[GroupView]{
@@ -368,4 +320,52 @@ func serveOne[V any](h *Handler, w http.ResponseWriter, r *http.Request, keyID, 
 	}
 	h.done(r, keyID, id, http.StatusOK)
 	write(w, http.StatusOK, ops.render(v))
+}
+
+// collectionOps is what a kind's collection (/Users, /Groups) answers to.
+type collectionOps[V any] struct {
+	list     func(filter string, start, count int) ([]V, int, error)
+	create   func(map[string]any) (V, error)
+	id       func(V) string
+	location string // the created resource's URL, but for its id
+	render   func(v V, created bool) any
+}
+
+// serveCollection serves GET (a filtered, paged list) and POST (create)
+// on a collection.
+func serveCollection[V any](h *Handler, w http.ResponseWriter, r *http.Request, keyID string, ops collectionOps[V]) {
+	switch r.Method {
+	case http.MethodGet:
+		start, count, err := paging(r)
+		if err != nil {
+			h.fail(w, r, keyID, err)
+			return
+		}
+		vs, total, err := ops.list(r.URL.Query().Get("filter"), start, count)
+		if err != nil {
+			h.fail(w, r, keyID, err)
+			return
+		}
+		items := make([]any, len(vs))
+		for i, v := range vs {
+			items[i] = ops.render(v, false)
+		}
+		write(w, http.StatusOK, list(total, start, items))
+	case http.MethodPost:
+		var m map[string]any
+		if err := h.body(w, r, &m); err != nil {
+			h.fail(w, r, keyID, err)
+			return
+		}
+		v, err := ops.create(m)
+		if err != nil {
+			h.fail(w, r, keyID, err)
+			return
+		}
+		h.done(r, keyID, ops.id(v), http.StatusCreated)
+		w.Header().Set("Location", ops.location+ops.id(v))
+		write(w, http.StatusCreated, ops.render(v, true))
+	default:
+		h.notAllowed(w, r, keyID, http.MethodGet, http.MethodPost)
+	}
 }
